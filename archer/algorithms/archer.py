@@ -1,0 +1,211 @@
+"""Online ArCHer (Zhou et al., ICML 2024; ARCHER_SPEC.md 1.1).
+
+High level, every iteration: the twin-Q/twin-V utterance critic does ``critic_steps_per_iter`` steps of
+expected-SARSA policy evaluation on replay data,
+
+    Q_i(s, a) <- r + gamma * (1 - done) * Vbar_i(s'),        V_i(s) <- Qbar_i(s, a~),  a~ ~ pi(. | s),
+
+each followed by a Polyak update of the target critic. Low level, after ``warmup_iters``: REINFORCE over the
+tokens of fresh policy samples at replay states, with the utterance advantage
+``A = min(Q1, Q2)(s, a~) - min(V1, V2)(s)`` from the online critic as the episode's terminal reward.
+
+Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which changes the mathematics:
+- the V-target actions of a whole critic phase are sampled up front in large batches (the policy does not change
+  during the critic phase, so this is the same estimator at a fraction of the cost);
+- micro-batch gradients are averaged, each network clips only its own gradient, and gradients are cleared after
+  every step, so nothing leaks between the critic and actor phases;
+- log-probabilities score exactly the sampled token ids, terminator included, with left padding;
+- episodes cut by the turn limit are terminal unless ``bootstrap_on_truncation`` is set (the reference always
+  treated them as terminal).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from tqdm.auto import tqdm
+
+from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_metrics
+from archer.algorithms.losses import archer_critic_loss, reinforce_loss, td_q_targets, utterance_advantage
+from archer.config import ArcherConfig
+from archer.data.replay_buffer import ReplayBuffer
+from archer.data.trajectory import TransitionBatch
+from archer.models.critic import DoubleCritic, make_target_critic, soft_update
+from archer.models.policy import LanguagePolicy
+
+
+def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
+    values = values.detach().float()
+    return {
+        f"{prefix}_mean": values.mean().item(),
+        f"{prefix}_min": values.min().item(),
+        f"{prefix}_max": values.max().item(),
+        f"{prefix}_std": values.std(unbiased=False).item(),
+    }
+
+
+class ArcherAlgorithm(Algorithm):
+    """Online ArCHer.
+
+    Args:
+        cfg: schedule and hyperparameters.
+        policy: the language policy (trained after warm-up).
+        critic: the online utterance critic; its target copy is made here.
+        accelerator: device placement and backward.
+        progress: show progress bars for the phases.
+    """
+
+    online = True
+
+    def __init__(
+        self,
+        cfg: ArcherConfig,
+        policy: LanguagePolicy,
+        critic: DoubleCritic,
+        accelerator: Accelerator,
+        progress: bool = True,
+    ) -> None:
+        super().__init__(cfg, policy, accelerator)
+        self.cfg: ArcherConfig = cfg
+        self.critic = critic
+        self.target_critic = make_target_critic(critic)
+        self.progress = progress
+        # Dropout stays off in both networks, as in the online reference (it never called .train()): sampling
+        # and scoring then see the same policy, and the targets are not noisy.
+        self.critic.eval()
+        self.critic_optimizer = torch.optim.Adam(critic.parameters(), lr=cfg.critic_lr)
+        self.actor_optimizer = torch.optim.Adam(
+            [p for p in policy.model.parameters() if p.requires_grad], lr=cfg.actor_lr
+        )
+
+    # ---- critic ------------------------------------------------------------------------------------------
+
+    def _done(self, batch: TransitionBatch) -> torch.Tensor:
+        if self.cfg.bootstrap_on_truncation:
+            return batch.terminated
+        return torch.clamp(batch.terminated + batch.truncated, max=1.0)
+
+    def critic_step(self, batch: TransitionBatch, sampled_actions: list[str], iteration: int, step: int) -> dict:
+        """One critic gradient step on ``batch``, with ``sampled_actions`` the fresh policy actions a~ at its states.
+
+        Returns:
+            The step's metrics.
+        """
+        cfg = self.cfg
+        device = self.accelerator.device
+        batch = batch.to(device)
+        size = len(batch)
+        records = []
+        for start in range(0, size, cfg.critic_micro_batch_size):
+            end = min(start + cfg.critic_micro_batch_size, size)
+            observations = batch.observations[start:end]
+            with torch.no_grad():
+                target_obs = self.target_critic.embed(observations)
+                target_q1, target_q2 = self.target_critic.q_from_embeddings(
+                    target_obs, self.target_critic.embed(sampled_actions[start:end])
+                )
+                next_v1, next_v2 = self.target_critic.v_from_embeddings(
+                    self.target_critic.embed(batch.next_observations[start:end])
+                )
+                rewards, done = batch.rewards[start:end], self._done(batch)[start:end]
+                q1_target = td_q_targets(rewards, done, next_v1, cfg.gamma)
+                q2_target = td_q_targets(rewards, done, next_v2, cfg.gamma)
+            obs_emb = self.critic.embed(observations)
+            q1, q2 = self.critic.q_from_embeddings(obs_emb, self.critic.embed(batch.actions[start:end]))
+            v1, v2 = self.critic.v_from_embeddings(obs_emb)
+            loss, parts = archer_critic_loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
+            check_finite(loss, "critic loss", iteration, step)
+            self.accelerator.backward(loss * (end - start) / size)
+            records.append(
+                {
+                    "critic/loss": loss.item(),
+                    **{f"critic/{k}": float(v) for k, v in parts.items()},
+                    **_stats("critic/q1", q1),
+                    **_stats("critic/v1", v1),
+                    **_stats("critic/target_q1", q1_target),
+                }
+            )
+        grad_norm = clip_and_step(self.accelerator, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm)
+        soft_update(self.target_critic, self.critic, cfg.tau)
+        metrics = mean_metrics(records)
+        metrics["critic/grad_norm"] = grad_norm
+        return metrics
+
+    def critic_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
+        cfg = self.cfg
+        batches = [buffer.sample(cfg.critic_batch_size, rng) for _ in range(cfg.critic_steps_per_iter)]
+        states = [obs for batch in batches for obs in batch.observations]
+        # All V-target actions of the phase at once: the policy is fixed during the critic phase.
+        sampled = self.policy.generate(states, greedy=False, batch_size=cfg.generation_batch_size).texts
+        records = []
+        steps = tqdm(batches, desc="critic", unit="step", leave=False, disable=not self.progress)
+        for step, batch in enumerate(steps):
+            offset = step * cfg.critic_batch_size
+            records.append(self.critic_step(batch, sampled[offset : offset + len(batch)], iteration, step))
+            steps.set_postfix(loss=f"{records[-1]['critic/loss']:.3f}")
+        return mean_metrics(records)
+
+    # ---- actor -------------------------------------------------------------------------------------------
+
+    def actor_step(self, observations: list[str], iteration: int, step: int) -> dict[str, float]:
+        """One REINFORCE step on fresh policy samples at ``observations``."""
+        cfg = self.cfg
+        generation = self.policy.generate(observations, greedy=False, batch_size=cfg.generation_batch_size)
+        with torch.no_grad():
+            critic_out = self.critic(observations, generation.texts)
+            advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
+        size = len(observations)
+        losses = []
+        for start in range(0, size, cfg.actor_micro_batch_size):
+            end = min(start + cfg.actor_micro_batch_size, size)
+            logprobs = self.policy.sequence_logprobs(observations[start:end], generation.token_ids[start:end])
+            loss = reinforce_loss(advantages[start:end], logprobs)
+            check_finite(loss, "actor loss", iteration, step)
+            self.accelerator.backward(loss * (end - start) / size)
+            losses.append(loss.item() * (end - start) / size)
+        grad_norm = clip_and_step(
+            self.accelerator, self.actor_optimizer, self.policy.model.parameters(), cfg.max_grad_norm
+        )
+        lengths = torch.tensor([len(ids) for ids in generation.token_ids], dtype=torch.float32)
+        return {
+            "actor/pg_loss": sum(losses),
+            "actor/grad_norm": grad_norm,
+            "actor/action_tokens_mean": lengths.mean().item(),
+            **_stats("actor/advantage", advantages),
+        }
+
+    def actor_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
+        records = []
+        steps = tqdm(range(self.cfg.actor_steps_per_iter), desc="actor", leave=False, disable=not self.progress)
+        for step in steps:
+            batch = buffer.sample(self.cfg.actor_batch_size, rng)
+            records.append(self.actor_step(batch.observations, iteration, step))
+        return mean_metrics(records)
+
+    # ---- the iteration -----------------------------------------------------------------------------------
+
+    def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
+        """Critic phase every iteration; actor phase once ``iteration`` is past the warm-up."""
+        metrics = self.critic_phase(buffer, iteration, rng)
+        if iteration > self.cfg.warmup_iters and self.cfg.actor_steps_per_iter > 0:
+            metrics.update(self.actor_phase(buffer, iteration, rng))
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.model.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.model.load_state_dict(state["policy"])
+        self.critic.load_state_dict(state["critic"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])

@@ -1,0 +1,99 @@
+"""What every algorithm provides to the trainer, and the gradient-step helper they share."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+
+from archer.config import AlgorithmConfig
+from archer.data.replay_buffer import ReplayBuffer
+from archer.models.policy import LanguagePolicy
+
+T = TypeVar("T")
+
+
+class NonFiniteLossError(FloatingPointError):
+    """A loss became NaN or infinite; training on it would corrupt the networks."""
+
+
+def check_finite(value: torch.Tensor, name: str, iteration: int, step: int) -> None:
+    """Raise ``NonFiniteLossError`` naming the loss, iteration and step if ``value`` is not finite."""
+    if not torch.isfinite(value).all():
+        raise NonFiniteLossError(
+            f"{name} is {value.item() if value.numel() == 1 else value} at iteration {iteration}, step {step}; "
+            "lower the learning rate or max_grad_norm, or check the data and rewards"
+        )
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """Consecutive slices of ``items`` of length ``size`` (the last may be shorter)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def clip_and_step(
+    accelerator: Accelerator,
+    optimizer: torch.optim.Optimizer,
+    parameters: Iterable[torch.nn.Parameter],
+    max_grad_norm: float,
+) -> float:
+    """Clip the gradient of ``parameters`` (one network's only), step its optimiser, and clear the gradients.
+
+    Clearing after the step means no gradient of this phase can leak into another network's clipping norm
+    (the reference clipped policy and critic together with stale gradients; ARCHER_SPEC.md 5.5 item 4).
+
+    Returns:
+        The gradient norm before clipping.
+    """
+    params = [p for p in parameters if p.requires_grad]
+    norm = accelerator.clip_grad_norm_(params, max_grad_norm)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    norm_value = float(norm) if norm is not None else float("nan")
+    return norm_value if math.isfinite(norm_value) else float("inf")
+
+
+class Algorithm(ABC):
+    """An algorithm owns its networks' optimisers and its update rule; the trainer owns the loop.
+
+    Args:
+        cfg: the algorithm's config.
+        policy: the language policy.
+        accelerator: device placement and backward.
+    """
+
+    #: Whether the trainer collects rollouts into the buffer every iteration.
+    online: bool = False
+
+    def __init__(self, cfg: AlgorithmConfig, policy: LanguagePolicy, accelerator: Accelerator) -> None:
+        self.cfg = cfg
+        self.policy = policy
+        self.accelerator = accelerator
+
+    def act(self, observations: list[str], greedy: bool) -> list[str]:
+        """The actions sent to the environment for ``observations``."""
+        return self.policy.generate(observations, greedy=greedy).texts
+
+    @abstractmethod
+    def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
+        """One iteration of gradient steps on data from ``buffer``; returns metrics averaged over the steps."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: network weights and optimiser states."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+
+
+def mean_metrics(records: list[dict[str, float]]) -> dict[str, float]:
+    """Average each metric over the steps of a phase."""
+    keys = {key for record in records for key in record}
+    return {key: float(np.mean([r[key] for r in records if key in r])) for key in sorted(keys)}

@@ -1,0 +1,66 @@
+"""Behaviour cloning (supervised fine-tuning) of the policy on offline transitions.
+
+Implements the BC baseline of ARCHER_SPEC.md 1.6: minimise ``-log pi(a + terminator | s)`` summed over the
+action's tokens and averaged over the batch. Deviations from the reference: the terminator is part of the target
+(the reference's online BC cut it, so "when to stop" was never learned); micro-batch gradients are averaged, not
+summed; only the policy's gradient is clipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from tqdm.auto import tqdm
+
+from archer.algorithms.base import Algorithm, check_finite, chunks, clip_and_step, mean_metrics
+from archer.algorithms.losses import bc_loss
+from archer.config import BCConfig
+from archer.data.replay_buffer import ReplayBuffer
+from archer.models.policy import LanguagePolicy
+
+
+class BCAlgorithm(Algorithm):
+    """Maximum likelihood on the buffer's (observation, action) pairs."""
+
+    def __init__(self, cfg: BCConfig, policy: LanguagePolicy, accelerator: Accelerator, progress: bool = True) -> None:
+        super().__init__(cfg, policy, accelerator)
+        self.cfg: BCConfig = cfg
+        self.progress = progress
+        self.optimizer = torch.optim.Adam([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.actor_lr)
+
+    def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
+        self.policy.model.train()
+        records = []
+        num_micro = self.cfg.batch_size // self.cfg.actor_micro_batch_size
+        steps = tqdm(range(self.cfg.steps_per_iter), desc="bc", unit="step", leave=False, disable=not self.progress)
+        for step in steps:
+            batch = buffer.sample(self.cfg.batch_size, rng)
+            total = 0.0
+            for observations, actions in zip(
+                chunks(batch.observations, self.cfg.actor_micro_batch_size),
+                chunks(batch.actions, self.cfg.actor_micro_batch_size),
+                strict=True,
+            ):
+                action_ids = self.policy.encode_actions(list(actions))
+                token_logprobs, mask = self.policy.token_logprobs(list(observations), action_ids)
+                loss = bc_loss(token_logprobs, mask, per_token=self.cfg.per_token_mean) / num_micro
+                check_finite(loss, "bc loss", iteration, step)
+                self.accelerator.backward(loss)
+                total += loss.item()
+            grad_norm = clip_and_step(
+                self.accelerator, self.optimizer, self.policy.model.parameters(), self.cfg.max_grad_norm
+            )
+            records.append({"actor/bc_loss": total, "actor/grad_norm": grad_norm})
+            steps.set_postfix(loss=f"{total:.3f}")
+        self.policy.model.eval()
+        return mean_metrics(records)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"policy": self.policy.model.state_dict(), "actor_optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.model.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["actor_optimizer"])

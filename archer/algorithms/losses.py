@@ -1,0 +1,376 @@
+"""Pure loss and target functions shared by the algorithms.
+
+Every function takes tensors and plain numbers and returns tensors; none sees a model, an optimiser or a config.
+Shapes use B (batch of utterances) and T (tokens of an utterance, or steps of an episode for ``gae``). Where a
+quantity is a regression target or a policy-gradient weight it is detached inside, so a caller cannot leak
+gradients into target networks by forgetting ``no_grad``. Shapes of paired inputs must match exactly: a silent
+(B, 1) against (B,) broadcast would turn a mean-squared error into a B x B average.
+
+Sources: ARCHER_SPEC 1.1 (online ArCHer critic and actor), 1.4 (token baseline, PPO), 1.5 (offline ArCHer:
+expectile V, AWR), 1.3 / 1.6 (BC), 1.7 (IQL + REINFORCE + KL).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def _check_same_shape(**tensors: torch.Tensor) -> None:
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"shapes must match, got {shapes}")
+
+
+def _masked_zero(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``x`` with masked-out positions set to 0, so padding holding -inf or NaN cannot poison a sum."""
+    return torch.where(mask.bool(), x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return _masked_zero(x, mask).sum() / mask.bool().sum().clamp(min=1)
+
+
+def td_q_targets(
+    rewards: torch.Tensor, terminated: torch.Tensor, next_v_target: torch.Tensor, gamma: float
+) -> torch.Tensor:
+    """One-step TD target for the Q heads: ``y = r + gamma * (1 - d) * Vbar(s')``.
+
+    ``d`` is whatever ends bootstrapping. The caller passes ``terminated`` to bootstrap through time-limit
+    truncations, or ``terminated | truncated`` to treat them as terminal as the paper and reference do
+    (ARCHER_SPEC 1.1 "Terminal handling"); that choice is the trainer's bootstrap switch, not this function's.
+
+    Args:
+        rewards: (B,) r.
+        terminated: (B,) 1 (or True) where no bootstrap is wanted.
+        next_v_target: (B,) target critic's V at s', one head (the caller calls this once per head).
+        gamma: discount.
+
+    Returns:
+        (B,) targets, detached.
+    """
+    _check_same_shape(rewards=rewards, terminated=terminated, next_v_target=next_v_target)
+    not_done = 1.0 - terminated.to(rewards.dtype)
+    return (rewards + gamma * not_done * next_v_target).detach()
+
+
+def archer_critic_loss(
+    q1: torch.Tensor,
+    q2: torch.Tensor,
+    v1: torch.Tensor,
+    v2: torch.Tensor,
+    q1_target: torch.Tensor,
+    q2_target: torch.Tensor,
+    v1_target: torch.Tensor,
+    v2_target: torch.Tensor,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """ArCHer's critic loss: ``MSE(Q1, yQ1) + MSE(Q2, yQ2) + MSE(V1, yV1) + MSE(V2, yV2)``.
+
+    Each head regresses on its own target; there is no min across heads (ARCHER_SPEC 1.1). Targets are treated
+    as constants.
+
+    Args:
+        q1, q2: (B,) online Q heads at (s, a) with the replay action a.
+        v1, v2: (B,) online V heads at s.
+        q1_target, q2_target: (B,) ``yQ_i = r + gamma (1 - d) Vbar_i(s')`` (see ``td_q_targets``).
+        v1_target, v2_target: (B,) ``yV_i = Qbar_i(s, a~)`` with a~ a fresh policy sample.
+
+    Returns:
+        The summed loss and its parts ``q1_loss``, ``q2_loss``, ``v1_loss``, ``v2_loss`` (detached).
+    """
+    _check_same_shape(
+        q1=q1, q2=q2, v1=v1, v2=v2, q1_target=q1_target, q2_target=q2_target, v1_target=v1_target, v2_target=v2_target
+    )
+    parts = {
+        "q1_loss": F.mse_loss(q1, q1_target.detach()),
+        "q2_loss": F.mse_loss(q2, q2_target.detach()),
+        "v1_loss": F.mse_loss(v1, v1_target.detach()),
+        "v2_loss": F.mse_loss(v2, v2_target.detach()),
+    }
+    loss = parts["q1_loss"] + parts["q2_loss"] + parts["v1_loss"] + parts["v2_loss"]
+    return loss, {name: part.detach() for name, part in parts.items()}
+
+
+def expectile_loss(diff: torch.Tensor, expectile: float) -> torch.Tensor:
+    """Asymmetric squared loss: ``mean(|tau - 1(diff < 0)| * diff^2)``.
+
+    ``diff = target - prediction``. With ``tau = 0.9`` an under-estimate (diff > 0) weighs 0.9 and an
+    over-estimate 0.1, so the prediction moves towards the upper 0.9-expectile of the target. (The reference's
+    first online commit used ``diff = prediction - target`` and so fitted the lower expectile; ARCHER_SPEC 1.4.)
+
+    Args:
+        diff: any shape, target minus prediction.
+        expectile: tau in (0, 1); 0.5 gives half the mean-squared error.
+
+    Returns:
+        Scalar loss.
+    """
+    if not 0.0 < expectile < 1.0:
+        raise ValueError(f"expectile must lie in (0, 1), got {expectile}")
+    weight = torch.where(diff < 0, 1.0 - expectile, expectile)
+    return (weight * diff.pow(2)).mean()
+
+
+def iql_value_loss(
+    v1: torch.Tensor, v2: torch.Tensor, q1_target: torch.Tensor, q2_target: torch.Tensor, expectile: float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Offline ArCHer's V loss: ``sum_i expectile_loss(Qbar_i(s, a) - V_i(s), tau)`` (ARCHER_SPEC 1.5).
+
+    Args:
+        v1, v2: (B,) online V heads at s.
+        q1_target, q2_target: (B,) target critic's Q heads at (s, a) with the dataset action a.
+        expectile: tau, 0.9 in OfflineArcher.
+
+    Returns:
+        The summed loss and its parts ``v1_loss``, ``v2_loss`` (detached).
+    """
+    _check_same_shape(v1=v1, v2=v2, q1_target=q1_target, q2_target=q2_target)
+    parts = {
+        "v1_loss": expectile_loss(q1_target.detach() - v1, expectile),
+        "v2_loss": expectile_loss(q2_target.detach() - v2, expectile),
+    }
+    return parts["v1_loss"] + parts["v2_loss"], {name: part.detach() for name, part in parts.items()}
+
+
+def iql_critic_loss(
+    q1: torch.Tensor,
+    q2: torch.Tensor,
+    v1: torch.Tensor,
+    v2: torch.Tensor,
+    q1_target: torch.Tensor,
+    q2_target: torch.Tensor,
+    v1_target: torch.Tensor,
+    v2_target: torch.Tensor,
+    expectile: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Offline ArCHer's whole critic loss: ArCHer's Q regression plus the expectile V loss.
+
+    Same arguments as ``archer_critic_loss``, except that ``v{1,2}_target`` are the target critic's Q heads at
+    the *dataset* action and V is fitted to their ``expectile`` (ARCHER_SPEC 1.5).
+
+    Returns:
+        The summed loss and its parts ``q1_loss``, ``q2_loss``, ``v1_loss``, ``v2_loss`` (detached).
+    """
+    _check_same_shape(
+        q1=q1, q2=q2, v1=v1, v2=v2, q1_target=q1_target, q2_target=q2_target, v1_target=v1_target, v2_target=v2_target
+    )
+    q_parts = {"q1_loss": F.mse_loss(q1, q1_target.detach()), "q2_loss": F.mse_loss(q2, q2_target.detach())}
+    v_loss, v_parts = iql_value_loss(v1, v2, v1_target, v2_target, expectile)
+    loss = q_parts["q1_loss"] + q_parts["q2_loss"] + v_loss
+    return loss, {**{name: part.detach() for name, part in q_parts.items()}, **v_parts}
+
+
+def utterance_advantage(q1: torch.Tensor, q2: torch.Tensor, v1: torch.Tensor, v2: torch.Tensor) -> torch.Tensor:
+    """ArCHer's utterance advantage ``A(s, a) = min(Q1, Q2)(s, a) - min(V1, V2)(s)``.
+
+    Args:
+        q1, q2: (B,) Q heads at (s, a).
+        v1, v2: (B,) V heads at s.
+
+    Returns:
+        (B,) advantages (not detached; the losses that use them detach).
+    """
+    _check_same_shape(q1=q1, q2=q2, v1=v1, v2=v2)
+    return torch.minimum(q1, q2) - torch.minimum(v1, v2)
+
+
+def reinforce_loss(advantages: torch.Tensor, sequence_logprobs: torch.Tensor) -> torch.Tensor:
+    """Utterance-level REINFORCE: ``-mean_B(A.detach() * log pi(a | s))``.
+
+    Args:
+        advantages: (B,) A(s, a).
+        sequence_logprobs: (B,) summed token log-probabilities of each utterance.
+
+    Returns:
+        Scalar loss; its gradient w.r.t. ``sequence_logprobs[b]`` is ``-A[b] / B``.
+    """
+    _check_same_shape(advantages=advantages, sequence_logprobs=sequence_logprobs)
+    return -(advantages.detach() * sequence_logprobs).mean()
+
+
+def awr_loss(
+    advantages: torch.Tensor, sequence_logprobs: torch.Tensor, inv_temp: float, max_weight: float | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantage-weighted regression: ``-mean_B(min(exp(beta * A), w_max).detach() * log pi(a | s))``.
+
+    OfflineArcher left the weight unclipped (ARCHER_SPEC 1.5); IQL clips at 100. Clipping is done in log space,
+    so a large advantage gives ``w_max`` rather than ``inf``.
+
+    Args:
+        advantages: (B,) A(s, a) at the dataset actions.
+        sequence_logprobs: (B,) summed token log-probabilities of the dataset actions.
+        inv_temp: beta.
+        max_weight: w_max > 0, or None for no clipping (the reference).
+
+    Returns:
+        The scalar loss and the (B,) detached weights.
+    """
+    _check_same_shape(advantages=advantages, sequence_logprobs=sequence_logprobs)
+    exponent = inv_temp * advantages.detach()
+    if max_weight is not None:
+        if max_weight <= 0:
+            raise ValueError(f"max_weight must be positive or None, got {max_weight}")
+        exponent = exponent.clamp(max=math.log(max_weight))
+    weights = exponent.exp()
+    return -(weights * sequence_logprobs).mean(), weights
+
+
+def bc_loss(token_logprobs: torch.Tensor, token_mask: torch.Tensor, per_token: bool = False) -> torch.Tensor:
+    """Behaviour-cloning negative log-likelihood of the action tokens.
+
+    Default (the references' definition, ARCHER_SPEC 1.3 / 1.6): ``-mean_B sum_t log pi_t * m_t``, so longer
+    utterances weigh more. ``per_token=True`` gives the token mean ``-sum_{b,t} log pi_t m_t / sum_{b,t} m_t``.
+
+    Args:
+        token_logprobs: (B, T) log-probability of each action token.
+        token_mask: (B, T) 1 on action tokens, 0 on padding.
+        per_token: average over tokens instead of summing per utterance.
+
+    Returns:
+        Scalar loss.
+    """
+    _check_same_shape(token_logprobs=token_logprobs, token_mask=token_mask)
+    if per_token:
+        return -_masked_mean(token_logprobs, token_mask)
+    return -_masked_zero(token_logprobs, token_mask).sum(dim=-1).mean()
+
+
+def token_baseline_losses(
+    advantages: torch.Tensor, token_values: torch.Tensor, token_logprobs: torch.Tensor, token_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """REINFORCE with a token-level baseline inside an utterance (ARCHER_SPEC 1.4).
+
+    The utterance advantage A is the terminal reward of the token-level episode; a value head predicts it at
+    every token, ``b_t``.
+
+    - ``L_V = masked_mean_{b,t}((A - b_t)^2)`` (the reference's dormant code averaged over padding too).
+    - ``L_PG = -mean_b sum_t (A - b_t).detach() * log pi_t * m_t``.
+
+    Args:
+        advantages: (B,) utterance advantages A (treated as constants).
+        token_values: (B, T) baseline b_t.
+        token_logprobs: (B, T) log pi_t of the sampled tokens.
+        token_mask: (B, T) 1 on action tokens.
+
+    Returns:
+        ``(pg_loss, value_loss)``, scalars.
+    """
+    _check_same_shape(token_values=token_values, token_logprobs=token_logprobs, token_mask=token_mask)
+    if advantages.shape != token_values.shape[:1]:
+        raise ValueError(f"advantages must be (B,) = {tuple(token_values.shape[:1])}, got {tuple(advantages.shape)}")
+    residual = advantages.detach().unsqueeze(-1) - token_values
+    value_loss = _masked_mean(residual.pow(2), token_mask)
+    pg_loss = -_masked_zero(residual.detach() * token_logprobs, token_mask).sum(dim=-1).mean()
+    return pg_loss, value_loss
+
+
+def ppo_clip_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_range: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-level PPO clipped surrogate, masked mean over tokens.
+
+    ``rho = exp(logp - logp_old)``; ``L = masked_mean(max(-A rho, -A clip(rho, 1 - eps, 1 + eps)))``.
+
+    Args:
+        logprobs: (B, T) current log-probabilities of the sampled tokens.
+        old_logprobs: (B, T) log-probabilities under the sampling policy (constants).
+        advantages: (B, T) per-token advantages, or (B,) broadcast over the tokens of each utterance (constants).
+        mask: (B, T) 1 on action tokens.
+        clip_range: eps > 0.
+
+    Returns:
+        The scalar loss and the clip fraction (detached): the masked share of tokens with ``|rho - 1| > eps``.
+    """
+    _check_same_shape(logprobs=logprobs, old_logprobs=old_logprobs, mask=mask)
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(-1).expand_as(logprobs)
+    _check_same_shape(advantages=advantages, logprobs=logprobs)
+    if clip_range <= 0:
+        raise ValueError(f"clip_range must be positive, got {clip_range}")
+    advantages = advantages.detach()
+    # Padding can hold -inf log-probs; zeroing the difference there keeps rho finite before masking.
+    ratio = _masked_zero(logprobs - old_logprobs.detach(), mask).exp()
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - clip_range, 1.0 + clip_range)
+    loss = _masked_mean(torch.maximum(unclipped, clipped), mask)
+    clip_fraction = _masked_mean(((ratio - 1.0).abs() > clip_range).to(logprobs.dtype), mask)
+    return loss, clip_fraction.detach()
+
+
+def gae(
+    rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over one episode (or a batch of equal-length ones).
+
+    ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``; ``A_t = delta_t + gamma lam (1 - d_t) A_{t+1}``;
+    returns ``R_t = A_t + V_t``. The recursion runs backwards carrying ``A_{t+1}`` in a variable, so no slot is
+    read before it is written. lam = 1 gives Monte-Carlo returns minus values; lam = 0 gives one-step TD errors.
+
+    Args:
+        rewards: (..., T) r_t.
+        values: (..., T+1) V_0 .. V_T; V_T is the bootstrap value of the last next-state.
+        dones: (..., T) 1 where step t ended the episode (no bootstrap past it).
+        gamma: discount.
+        lam: GAE lambda in [0, 1].
+
+    Returns:
+        ``(advantages, returns)``, both (..., T) and detached.
+    """
+    if values.shape[:-1] != rewards.shape[:-1] or values.shape[-1] != rewards.shape[-1] + 1:
+        raise ValueError(f"values must be (..., T+1) for rewards (..., T), got {tuple(values.shape)}")
+    _check_same_shape(rewards=rewards, dones=dones)
+    rewards, values = rewards.detach(), values.detach()
+    not_done = 1.0 - dones.to(rewards.dtype)
+    advantages = torch.zeros_like(rewards)
+    next_advantage = torch.zeros_like(rewards[..., 0])
+    for t in range(rewards.shape[-1] - 1, -1, -1):
+        delta = rewards[..., t] + gamma * not_done[..., t] * values[..., t + 1] - values[..., t]
+        next_advantage = delta + gamma * lam * not_done[..., t] * next_advantage
+        advantages[..., t] = next_advantage
+    return advantages, advantages + values[..., :-1]
+
+
+def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Sample estimate of KL(pi || pi_ref) per token: ``masked_mean(logp - logp_ref)``.
+
+    Args:
+        logprobs: (B, T) log pi of tokens sampled from pi.
+        ref_logprobs: (B, T) log pi_ref of the same tokens.
+        mask: (B, T) 1 on action tokens.
+
+    Returns:
+        Scalar estimate (differentiable through ``logprobs``; its gradient is not the KL's gradient, see
+        ``iql_kl_reinforce_loss`` for that).
+    """
+    _check_same_shape(logprobs=logprobs, ref_logprobs=ref_logprobs, mask=mask)
+    return _masked_mean(logprobs - ref_logprobs.detach(), mask)
+
+
+def iql_kl_reinforce_loss(
+    advantages: torch.Tensor, logp: torch.Tensor, ref_logp: torch.Tensor, kl_coeff: float
+) -> torch.Tensor:
+    """REINFORCE on the utterance with a KL-to-reference term (OfflineArcher ``IQLKL``, ARCHER_SPEC 1.7).
+
+    ``L = mean_B[(1 - c)(-A logp) + c ((logp - logp_ref).detach() + 1) logp]``. The second term's gradient is
+    the score-function gradient of ``KL(pi || pi_ref)`` for actions sampled from pi; c = 0 is plain REINFORCE.
+
+    Args:
+        advantages: (B,) A(s, a~) of sampled utterances (constants).
+        logp: (B,) summed log pi(a~ | s).
+        ref_logp: (B,) summed log pi_ref(a~ | s).
+        kl_coeff: c in [0, 1].
+
+    Returns:
+        Scalar loss.
+    """
+    _check_same_shape(advantages=advantages, logp=logp, ref_logp=ref_logp)
+    if not 0.0 <= kl_coeff <= 1.0:
+        raise ValueError(f"kl_coeff must lie in [0, 1], got {kl_coeff}")
+    kl_weight = (logp - ref_logp).detach() + 1.0
+    return ((1.0 - kl_coeff) * -advantages.detach() * logp + kl_coeff * kl_weight * logp).mean()

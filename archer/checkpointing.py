@@ -1,0 +1,107 @@
+"""Atomic, self-describing checkpoints: everything a run needs to continue exactly where it stopped.
+
+A checkpoint is one ``torch.save`` file of plain containers and tensors (loadable with ``weights_only=True``: no
+pickled project classes, so it survives refactors and torch's safe-loading default). It is written to a temporary
+file in the same folder and renamed over the previous checkpoint, so a run killed at any moment leaves either the
+old or the new checkpoint, never half of one.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+CHECKPOINT_FILE = "checkpoint.pt"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used: corrupt, from another config, or of an unknown format."""
+
+
+def config_fingerprint(config: dict[str, Any], ignore: tuple[str, ...] = ()) -> str:
+    """A short hash of the config keys that must match for a checkpoint to be resumed.
+
+    Args:
+        config: the run config as nested dicts.
+        ignore: dotted keys left out of the hash (``"run_dir"``, ``"algorithm.num_iterations"``).
+    """
+    kept = copy.deepcopy(config)
+    for key in ignore:
+        *parents, leaf = key.split(".")
+        node = kept
+        for parent in parents:
+            node = node.get(parent) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def rng_state() -> dict[str, Any]:
+    """The state of Python's, numpy's and torch's global generators."""
+    np_state = np.random.get_state()
+    state = {
+        "python": [list(x) if isinstance(x, tuple) else x for x in random.getstate()],
+        "numpy": [np_state[0], torch.from_numpy(np_state[1].copy()), *np_state[2:]],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what ``rng_state`` returned."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, *rest = state["numpy"]
+    np.random.set_state((name, keys.numpy(), *rest))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(directory: Path, state: dict[str, Any]) -> Path:
+    """Write ``state`` atomically to ``directory/checkpoint.pt`` and return the path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CHECKPOINT_FILE
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".checkpoint.", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save({"format_version": FORMAT_VERSION, **state}, tmp)
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_checkpoint(path: Path, expected_fingerprint: str | None = None) -> dict[str, Any]:
+    """Load a checkpoint, checking its format and (optionally) that it was written by the same config."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises several types for truncated or foreign files
+        raise CheckpointError(
+            f"checkpoint {path} cannot be read ({type(error).__name__}: {error}); it is corrupt or not an archer "
+            "checkpoint. Delete it to start over, or point run_dir elsewhere."
+        ) from error
+    if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} is not an archer checkpoint of format {FORMAT_VERSION}")
+    if expected_fingerprint is not None and state.get("config_fingerprint") != expected_fingerprint:
+        raise CheckpointError(
+            f"checkpoint {path} was written by a different configuration (fingerprint "
+            f"{state.get('config_fingerprint')} != {expected_fingerprint}). Resume with the same config, set "
+            "resume=false to start over in this folder, or choose another run_dir."
+        )
+    return state

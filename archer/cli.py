@@ -1,0 +1,42 @@
+"""The command-line entry: turns a composed Hydra config into a typed ``RunConfig`` and trains.
+
+``scripts/run.py`` is a thin ``@hydra.main`` wrapper around ``main``; tests call ``to_run_config`` and
+``archer.trainer.train`` directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from archer.config import ConfigError, RunConfig
+
+log = logging.getLogger(__name__)
+
+
+def to_run_config(cfg: DictConfig) -> RunConfig:
+    """Build and validate the typed config; errors name the offending key and how to fix it."""
+    try:
+        run_cfg = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as error:
+        cause = error.__cause__ if isinstance(error.__cause__, ConfigError) else None
+        if cause is not None:
+            raise cause from None
+        raise ConfigError(str(error)) from error
+    if not isinstance(run_cfg, RunConfig):
+        raise ConfigError("the composed config is not a RunConfig: its defaults list must start with base_run")
+    return run_cfg
+
+
+def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:
+    """Validate ``cfg``, print it, and train in ``run_dir`` (or the config's ``run_dir``)."""
+    from archer.trainer import train
+
+    run_cfg = to_run_config(cfg)
+    folder = Path(run_cfg.run_dir or run_dir or ".")
+    log.info("config:\n%s", OmegaConf.to_yaml(cfg))
+    log.info("run folder: %s", folder.resolve())
+    return train(run_cfg, folder)

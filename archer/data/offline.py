@@ -1,0 +1,72 @@
+"""Offline datasets as trajectories, per environment: loaded from a configured file or generated and cached."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from archer.config import RunConfig, TwentyQuestionsEnvConfig
+from archer.data.trajectory import Trajectory
+from archer.data.twenty_questions_data import Conversation, conversation_to_transitions
+
+log = logging.getLogger(__name__)
+
+
+def load_offline_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False) -> list[Trajectory]:
+    """The offline dataset of ``cfg.env`` as trajectories.
+
+    With ``cfg.data.path`` set, the file is loaded (and validated); otherwise a dataset is generated with the
+    environment's scripted players, cached under ``cache_dir/datasets`` so every run reuses the same file.
+    """
+    if isinstance(cfg.env, TwentyQuestionsEnvConfig):
+        return _twenty_questions(cfg, cache_dir, progress)
+    raise ValueError(f"environment {cfg.env.name!r} has no offline dataset support")
+
+
+def _twenty_questions(cfg: RunConfig, cache_dir: Path, progress: bool) -> list[Trajectory]:
+    from archer.data.twenty_questions_data import (
+        MAX_LINES,
+        generate_twenty_questions_dataset,
+        load_twenty_questions_dataset,
+        save_twenty_questions_dataset,
+    )
+    from archer.envs.knowledge_oracle import KnowledgeBaseOracle
+    from archer.envs.twenty_questions_words import word_list
+
+    env_cfg = cfg.env
+    assert isinstance(env_cfg, TwentyQuestionsEnvConfig)
+    path = Path(cfg.data.path).expanduser() if cfg.data.path else None
+    if path is None:
+        max_turns = min(env_cfg.max_turns, MAX_LINES)
+        episodes, seed = cfg.data.generate_episodes, cfg.data.generate_seed
+        path = cache_dir / "datasets" / f"twenty_questions-{env_cfg.words}-{episodes}-t{max_turns}-seed{seed}.json"
+        if not path.exists():
+            log.info(
+                "generating %d Twenty Questions games with scripted questioners into %s",
+                cfg.data.generate_episodes,
+                path,
+            )
+            conversations = generate_twenty_questions_dataset(
+                num_episodes=cfg.data.generate_episodes,
+                seed=cfg.data.generate_seed,
+                oracle=KnowledgeBaseOracle(),
+                words=word_list(env_cfg.words),
+                max_turns=max_turns,
+                progress=progress,
+            )
+            save_twenty_questions_dataset(conversations, path)
+    conversations = load_twenty_questions_dataset(path)
+    return [conversation_to_trajectory(c) for c in conversations]
+
+
+def conversation_to_trajectory(conversation: Conversation) -> Trajectory:
+    """One LMRL-Gym conversation as a trajectory: won games are terminated, the others cut by the turn limit."""
+    transitions = conversation_to_transitions(conversation)
+    return Trajectory(
+        observations=[t.observation for t in transitions] + [transitions[-1].next_observation],
+        actions=[t.action for t in transitions],
+        rewards=[t.reward for t in transitions],
+        terminated=conversation.correct,
+        truncated=not conversation.correct,
+        info={"success": conversation.correct, "word": conversation.word[0]},
+    )

@@ -1,0 +1,292 @@
+"""The LMRL-Gym Twenty Questions offline data format (ARCHER_SPEC.md 3.7): load, check, convert, generate, save.
+
+A dataset file is a JSON list of conversations::
+
+    [{"lines": ["Is it alive? No.", "Is it a pen? Yes."], "correct": true, "word": ["pen"]}, ...]
+
+Each line is a question followed by `` Yes.`` or `` No.``; a conversation has at most 20 lines. ``correct`` says the
+last question guessed the word. The reference's SFT and offline RL code reads the same file.
+
+Deliberate difference from the reference ([R2]): the zero reward of a correct conversation goes to the last line by
+position. The reference finds "the last line" by string equality, so an earlier duplicate of the final line also got
+reward 0.
+
+Generate a file from scripted questioners and the knowledge-base oracle with::
+
+    python -m archer.data.twenty_questions_data --out data/twenty_questions.json --episodes 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from tqdm import tqdm
+
+from archer.data.scripted_questioners import Questioner, make_questioner, play_game
+from archer.envs.oracles import NO, YES, Oracle
+from archer.envs.twenty_questions import INITIAL_OBSERVATION
+from archer.envs.twenty_questions_words import WORDS, Word
+
+logger = logging.getLogger(__name__)
+
+MAX_LINES = 20
+ANSWER_SUFFIXES = (" " + YES, " " + NO)
+DEFAULT_SKILL_MIX: tuple[tuple[float, float], ...] = ((0.0, 0.1), (0.25, 0.2), (0.5, 0.25), (0.75, 0.25), (1.0, 0.2))
+"""(skill, weight) pairs: the share of generated games played at each ``make_questioner`` skill."""
+
+_PROGRESS_BAR_FROM = 1000
+_KEYS = ("lines", "correct", "word")
+
+
+class DatasetError(ValueError):
+    """A Twenty Questions dataset file is missing or malformed; the message names the file and the record."""
+
+
+@dataclass
+class Conversation:
+    """One Twenty Questions game in the LMRL-Gym format.
+
+    Attributes:
+        lines: ``"<question> Yes."`` or ``"<question> No."``, one per turn, at most 20.
+        correct: the last question guessed the hidden word.
+        word: the hidden word's aliases, canonical name first.
+    """
+
+    lines: list[str]
+    correct: bool
+    word: list[str]
+
+    @property
+    def episode_return(self) -> float:
+        """-1 per line, 0 for the last line of a correct conversation."""
+        return -float(len(self.lines) - (1 if self.correct and self.lines else 0))
+
+
+class OfflineTransition(NamedTuple):
+    """One utterance-level step read from a conversation.
+
+    Attributes:
+        observation: ``"Questions:\\n"`` plus every earlier line followed by ``"\\n"``.
+        action: this line's question (the line without its answer).
+        reward: -1, or 0 on the last line of a correct conversation.
+        next_observation: ``observation`` plus this line and ``"\\n"`` (the full history on the last step).
+        done: this is the conversation's last line.
+    """
+
+    observation: str
+    action: str
+    reward: float
+    next_observation: str
+    done: bool
+
+
+def _question_of(line: str) -> str:
+    for suffix in ANSWER_SUFFIXES:
+        if line.endswith(suffix):
+            return line[: -len(suffix)]
+    raise ValueError(f"line {line!r} ends with neither {ANSWER_SUFFIXES[0]!r} nor {ANSWER_SUFFIXES[1]!r}")
+
+
+def conversation_to_transitions(conversation: Conversation) -> list[OfflineTransition]:
+    """The conversation as (s, a, r, s', done) steps, following ARCHER_SPEC.md 3.7."""
+    transitions = []
+    observation = INITIAL_OBSERVATION
+    last = len(conversation.lines) - 1
+    for position, line in enumerate(conversation.lines):
+        next_observation = observation + line + "\n"
+        reward = 0.0 if position == last and conversation.correct else -1.0
+        transitions.append(
+            OfflineTransition(observation, _question_of(line), reward, next_observation, position == last)
+        )
+        observation = next_observation
+    return transitions
+
+
+def _shorten(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_record(record: Any, index: int, path: str) -> Conversation:
+    where = f"{path}: record {index}"
+    if not isinstance(record, dict):
+        raise DatasetError(
+            f"{where} is a JSON {type(record).__name__}, expected an object with keys {', '.join(_KEYS)}"
+        )
+    missing = [key for key in _KEYS if key not in record]
+    if missing:
+        raise DatasetError(f"{where} has no {', '.join(repr(k) for k in missing)} (keys found: {sorted(record)})")
+    lines, correct, word = record["lines"], record["correct"], record["word"]
+    if not isinstance(lines, list):
+        raise DatasetError(f"{where}: 'lines' must be a list of strings, got a {type(lines).__name__}")
+    if not lines:
+        raise DatasetError(f"{where}: 'lines' is empty; a conversation has at least one question")
+    if len(lines) > MAX_LINES:
+        raise DatasetError(f"{where} has {len(lines)} lines; the format allows at most {MAX_LINES} (one per turn)")
+    for number, line in enumerate(lines):
+        if not isinstance(line, str):
+            raise DatasetError(f"{where}: line {number} is a {type(line).__name__}, expected a string")
+        if not line.endswith(ANSWER_SUFFIXES):
+            raise DatasetError(
+                f"{where}: line {number} {_shorten(line)} must end with ' Yes.' or ' No.' "
+                "(a question, a space and the oracle's answer)"
+            )
+        if not _question_of(line).strip():
+            raise DatasetError(f"{where}: line {number} {_shorten(line)} has an answer but no question")
+    if not isinstance(correct, bool):
+        raise DatasetError(f"{where}: 'correct' must be true or false, got {_shorten(correct)}")
+    if not isinstance(word, list) or not all(isinstance(alias, str) and alias.strip() for alias in word):
+        raise DatasetError(f"{where}: 'word' must be a list of non-empty alias strings, got {_shorten(word)}")
+    if not word:
+        raise DatasetError(f"{where}: 'word' is empty; give the hidden word's aliases, canonical name first")
+    return Conversation(list(lines), correct, list(word))
+
+
+def load_twenty_questions_dataset(path: str | os.PathLike[str]) -> list[Conversation]:
+    """Read and check an LMRL-Gym Twenty Questions JSON file.
+
+    Raises:
+        DatasetError: if the file is missing, is not JSON, or any record breaks the format; the message names the
+            file, the record and what is wrong.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise DatasetError(
+            f"{path}: Twenty Questions dataset not found. It is the LMRL-Gym conversation list (JSON) used for SFT "
+            "and offline RL (the reference's twenty_questions.json / 20q_train.json). Point the config at your copy, "
+            "or generate one with `python -m archer.data.twenty_questions_data --out "
+            f"{path} --episodes 100000` (scripted questioners against the knowledge-base oracle)."
+        )
+    try:
+        with open(path, encoding="utf-8") as file:
+            records = json.load(file)
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: not valid JSON ({error}); expected a list of conversation objects") from error
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text ({error}); expected a JSON list of conversations") from error
+    if not isinstance(records, list):
+        raise DatasetError(
+            f"{path}: the top level is a JSON {type(records).__name__}, expected a list of conversations"
+        )
+    return [_check_record(record, index, path) for index, record in enumerate(records)]
+
+
+def save_twenty_questions_dataset(conversations: Sequence[Conversation], path: str | os.PathLike[str]) -> None:
+    """Write ``conversations`` as JSON, one record per line; atomic (a crash never leaves a half-written file).
+
+    Raises:
+        DatasetError: if a conversation breaks the format (checked before anything is written).
+    """
+    target = Path(path)
+    records = [asdict(conversation) for conversation in conversations]
+    for index, record in enumerate(records):
+        _check_record(record, index, f"{target} (not written)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(f"[\n{text}\n]\n" if records else "[]\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _check_skill_mix(skill_mix: Sequence[tuple[float, float]]) -> None:
+    if not skill_mix:
+        raise ValueError("skill_mix is empty; give (skill, weight) pairs such as ((0.0, 1.0), (1.0, 1.0))")
+    for skill, weight in skill_mix:
+        if not 0.0 <= skill <= 1.0 or weight < 0:
+            raise ValueError(f"skill_mix entry ({skill}, {weight}): skills lie in [0, 1] and weights are >= 0")
+    if sum(weight for _, weight in skill_mix) <= 0:
+        raise ValueError("skill_mix weights sum to zero; give at least one positive weight")
+
+
+def generate_twenty_questions_dataset(
+    num_episodes: int,
+    seed: int,
+    oracle: Oracle | None = None,
+    words: Sequence[Word] | None = None,
+    skill_mix: Sequence[tuple[float, float]] = DEFAULT_SKILL_MIX,
+    max_turns: int = MAX_LINES,
+    progress: bool | None = None,
+) -> list[Conversation]:
+    """Play scripted questioners of mixed skill against an oracle and record the games in the LMRL-Gym format.
+
+    Args:
+        num_episodes: number of conversations.
+        seed: the same seed (and arguments) gives the same data.
+        oracle: answers the questions; the knowledge-base oracle when None.
+        words: hidden words, drawn uniformly, and the candidates the questioners consider; all 157 when None.
+        skill_mix: (skill, weight) pairs; each game's questioner skill is drawn with these weights.
+        max_turns: questions per game, at most 20 (the format's limit).
+        progress: show a progress bar; by default only for 1,000 episodes or more.
+
+    Raises:
+        RuntimeError: if the oracle answers a scripted question with anything but "Yes." or "No.".
+    """
+    if num_episodes < 0:
+        raise ValueError(f"num_episodes must be non-negative, got {num_episodes}")
+    if not 1 <= max_turns <= MAX_LINES:
+        raise ValueError(f"max_turns must lie in [1, {MAX_LINES}], got {max_turns}")
+    _check_skill_mix(skill_mix)
+    if oracle is None:
+        from archer.envs.knowledge_oracle import KnowledgeBaseOracle
+
+        oracle = KnowledgeBaseOracle()
+    words = tuple(words) if words is not None else WORDS
+    if not words:
+        raise ValueError("words is empty; give at least one hidden word")
+    skills = [skill for skill, _ in skill_mix]
+    weights = [weight for _, weight in skill_mix]
+    questioners: dict[float, Questioner] = {skill: make_questioner(skill, words) for skill in skills}
+    rng = random.Random(seed)
+    conversations = []
+    show = progress if progress is not None else num_episodes >= _PROGRESS_BAR_FROM
+    for _ in tqdm(range(num_episodes), desc="twenty questions games", unit="game", disable=not show):
+        word = rng.choice(words)
+        skill = rng.choices(skills, weights)[0]
+        game = play_game(questioners[skill], word, oracle, random.Random(rng.getrandbits(64)), max_turns)
+        for question, answer in game.turns:
+            if answer not in (YES, NO):
+                raise RuntimeError(
+                    f"the oracle answered {answer!r} to the scripted question {question!r} about {word.name!r}; "
+                    "dataset lines must end in ' Yes.' or ' No.', so every scripted question must be answerable"
+                )
+        conversations.append(Conversation([f"{q} {a}" for q, a in game.turns], game.success, list(word.aliases)))
+    if conversations:
+        logger.info(
+            "generated %d Twenty Questions conversations: success rate %.3f, mean return %.2f",
+            len(conversations),
+            sum(c.correct for c in conversations) / len(conversations),
+            sum(c.episode_return for c in conversations) / len(conversations),
+        )
+    return conversations
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: generate a dataset file."""
+    parser = argparse.ArgumentParser(description="Generate an LMRL-Gym format Twenty Questions dataset.")
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--episodes", type=int, default=100_000, help="number of conversations (default 100000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    save_twenty_questions_dataset(generate_twenty_questions_dataset(args.episodes, args.seed), args.out)
+    logger.info("wrote %s", args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Environments by name. Builders import their environment lazily, so optional extras are only needed when used."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from archer.config import EnvConfig, TwentyQuestionsEnvConfig
+from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.oracles import Oracle
+
+__all__ = ["ENV_BUILDERS", "BatchedTextEnv", "StepResult", "make_env", "make_oracle"]
+
+
+def make_oracle(cfg: EnvConfig) -> Oracle:
+    """The oracle an environment config asks for."""
+    if not isinstance(cfg, TwentyQuestionsEnvConfig):
+        raise ValueError(f"environment {cfg.name!r} has no oracle")
+    if cfg.oracle == "knowledge_base":
+        from archer.envs.knowledge_oracle import KnowledgeBaseOracle
+
+        return KnowledgeBaseOracle()
+    if cfg.oracle == "t5":
+        from archer.envs.t5_oracle import Seq2SeqOracle
+
+        return Seq2SeqOracle(
+            checkpoint_path=cfg.oracle_path,
+            base_model=cfg.oracle_base_model,
+            max_new_tokens=16,
+            normalisation=cfg.answer_normalisation,
+        )
+    raise ValueError(f"unknown oracle {cfg.oracle!r}; choose 'knowledge_base' or 't5'")
+
+
+def _build_twenty_questions(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+    from archer.envs.twenty_questions import TwentyQuestionsEnv
+    from archer.envs.twenty_questions_words import word_list
+
+    assert isinstance(cfg, TwentyQuestionsEnvConfig)
+    return TwentyQuestionsEnv(
+        words=word_list(cfg.words),
+        oracle=oracle if oracle is not None else make_oracle(cfg),
+        batch_size=cfg.batch_size,
+        max_turns=cfg.max_turns,
+        success_check=cfg.success_check,
+        seed=seed,
+    )
+
+
+ENV_BUILDERS: dict[str, Callable[[EnvConfig, int | None, Oracle | None], BatchedTextEnv]] = {
+    "twenty_questions": _build_twenty_questions,
+}
+
+
+def make_env(cfg: EnvConfig, seed: int | None = None, oracle: Oracle | None = None) -> BatchedTextEnv:
+    """Build the environment ``cfg.name`` names; ``oracle`` shares one oracle object between environments."""
+    try:
+        builder = ENV_BUILDERS[cfg.name]
+    except KeyError:
+        raise ValueError(
+            f"unknown environment {cfg.name!r}; choose one of {', '.join(sorted(ENV_BUILDERS))}"
+        ) from None
+    return builder(cfg, seed, oracle)

@@ -1,0 +1,150 @@
+"""The batched text-environment contract every environment implements.
+
+A batched environment plays up to ``batch_size`` games at once. ``reset`` starts a batch of games and returns
+one observation string per game; ``step`` takes one action string per game and returns one ``StepResult`` per
+game, or ``None`` for a game that had already finished (its action is ignored and may be ``None``). Episodes
+that end by the task's own turn limit set ``truncated``; the trainer decides whether to bootstrap on them.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class StepResult:
+    """What one game returns from one step.
+
+    Attributes:
+        observation: the next observation (for history-based games, the whole history so far).
+        reward: the reward of this step.
+        terminated: the game ended by its own rules (won, lost, bought, died).
+        truncated: the game was cut by the turn limit.
+        info: environment-specific facts; every environment sets ``success`` (bool).
+    """
+
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+
+class BatchedTextEnv(ABC):
+    """Base class of batched text environments.
+
+    Subclasses implement ``_reset_game`` and ``_step_games``; this class keeps track of which games are active,
+    validates the shapes of what it is given, and skips finished games.
+
+    Args:
+        batch_size: the most games played at once.
+        seed: seed of the environment's own random generator (which game each reset draws).
+    """
+
+    def __init__(self, batch_size: int, seed: int | None = None) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.batch_size = batch_size
+        self._active: list[bool] = []
+        self.seed(seed)
+
+    def seed(self, seed: int | None) -> None:
+        """Reseed ``self._rng``, the generator that draws games on ``reset`` (and any other env randomness)."""
+        self._rng = random.Random(seed)
+
+    def get_rng_state(self) -> list[Any]:
+        """The generator's state as plain lists (checkpoint-safe)."""
+        version, internal, gauss = self._rng.getstate()
+        return [version, list(internal), gauss]
+
+    def set_rng_state(self, state: list[Any]) -> None:
+        """Restore what ``get_rng_state`` returned."""
+        version, internal, gauss = state
+        self._rng.setstate((version, tuple(internal), gauss))
+
+    @property
+    @abstractmethod
+    def num_games(self) -> int:
+        """How many distinct games ``reset(game_ids=...)`` accepts (ids are ``0 .. num_games - 1``)."""
+
+    def _prepare_batch(self, num_games: int) -> None:  # noqa: B027 - optional hook, empty by default
+        """Called by ``reset`` before the games of a new batch are started one slot at a time."""
+
+    @abstractmethod
+    def _reset_game(self, slot: int, game_id: int | None) -> str:
+        """Start a game in ``slot`` (``game_id`` None: draw one at random) and return its first observation."""
+
+    @abstractmethod
+    def _step_games(self, slots: list[int], actions: list[str]) -> list[StepResult]:
+        """Advance the active games in ``slots`` by their ``actions``; one result per slot, in order."""
+
+    @property
+    def active(self) -> list[bool]:
+        """Per game of the current batch: True while it is still being played."""
+        return list(self._active)
+
+    def reset(
+        self, seed: int | None = None, game_ids: Sequence[int] | None = None, count: int | None = None
+    ) -> list[str]:
+        """Start a new batch of games.
+
+        Args:
+            seed: if given, reseed the environment before drawing games.
+            game_ids: play exactly these games (at most ``batch_size``).
+            count: without ``game_ids``, draw this many games at random (default ``batch_size``).
+
+        Returns:
+            One first observation per game.
+        """
+        if seed is not None:
+            self.seed(seed)
+        if game_ids is None:
+            count = self.batch_size if count is None else count
+            if not 0 < count <= self.batch_size:
+                raise ValueError(f"reset got count={count}; give between 1 and batch_size={self.batch_size}")
+            ids: list[int | None] = [None] * count
+        else:
+            ids = list(game_ids)
+            if not 0 < len(ids) <= self.batch_size:
+                raise ValueError(f"reset got {len(ids)} game ids; give between 1 and batch_size={self.batch_size}")
+            for game_id in ids:
+                if not 0 <= game_id < self.num_games:
+                    raise ValueError(f"game id {game_id} out of range 0..{self.num_games - 1}")
+        self._active = [True] * len(ids)
+        self._prepare_batch(len(ids))
+        return [self._reset_game(slot, game_id) for slot, game_id in enumerate(ids)]
+
+    def step(self, actions: Sequence[str | None]) -> list[StepResult | None]:
+        """Advance every active game by its action; finished games give ``None``."""
+        if len(actions) != len(self._active):
+            raise ValueError(f"step got {len(actions)} actions for a batch of {len(self._active)} games")
+        slots = [i for i, is_active in enumerate(self._active) if is_active]
+        results: list[StepResult | None] = [None] * len(self._active)
+        if not slots:
+            return results
+        texts = []
+        for i in slots:
+            action = actions[i]
+            if not isinstance(action, str):
+                raise TypeError(f"game {i} is active and needs a string action, got {type(action).__name__}")
+            texts.append(action)
+        for i, result in zip(slots, self._step_games(slots, texts), strict=True):
+            results[i] = result
+            if result.done:
+                self._active[i] = False
+        return results
+
+    def corpus(self) -> list[str]:
+        """Representative text of this environment (observations and plausible actions).
+
+        Used to train the embedded models' tokenizer; environments override it with their own text.
+        """
+        return []

@@ -1,0 +1,73 @@
+"""Greedy evaluation on a fixed, seeded set of games, so curves are comparable across iterations and runs."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass, field
+
+from archer.config import EvalConfig
+from archer.data.rollout import ActFn, collect_trajectories
+from archer.data.trajectory import Trajectory
+from archer.envs.base import BatchedTextEnv
+
+
+@dataclass
+class EvalResult:
+    """Summary of one evaluation.
+
+    Attributes:
+        returns: undiscounted return of each game, in the order of the evaluation set.
+        successes: whether each game was won.
+        lengths: turns of each game.
+        sample_games: a few finished games (final observation and info) to read.
+    """
+
+    returns: list[float]
+    successes: list[bool]
+    lengths: list[int]
+    sample_games: list[dict] = field(default_factory=list)
+
+    @property
+    def mean_return(self) -> float:
+        return statistics.fmean(self.returns)
+
+    @property
+    def std_return(self) -> float:
+        return statistics.pstdev(self.returns)
+
+    @property
+    def success_rate(self) -> float:
+        return sum(self.successes) / len(self.successes)
+
+    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+        return {
+            f"{prefix}/return_mean": self.mean_return,
+            f"{prefix}/return_std": self.std_return,
+            f"{prefix}/success_rate": self.success_rate,
+            f"{prefix}/length_mean": statistics.fmean(self.lengths),
+            f"{prefix}/episodes": float(len(self.returns)),
+        }
+
+    @classmethod
+    def from_trajectories(cls, trajectories: list[Trajectory], num_samples: int = 5) -> EvalResult:
+        return cls(
+            returns=[t.episode_return for t in trajectories],
+            successes=[t.success for t in trajectories],
+            lengths=[t.length for t in trajectories],
+            sample_games=[{"final_observation": t.observations[-1], **t.info} for t in trajectories[:num_samples]],
+        )
+
+
+def evaluation_game_ids(cfg: EvalConfig, num_games: int) -> list[int]:
+    """The fixed evaluation set: every game once, or ``num_episodes`` games drawn with ``cfg.seed``."""
+    if cfg.num_episodes is None:
+        return list(range(num_games))
+    rng = random.Random(cfg.seed)
+    return [rng.randrange(num_games) for _ in range(cfg.num_episodes)]
+
+
+def evaluate(env: BatchedTextEnv, act: ActFn, game_ids: list[int], progress: bool = False) -> EvalResult:
+    """Play ``game_ids`` with ``act`` (which should decode greedily) and summarise."""
+    trajectories = collect_trajectories(env, act, game_ids=game_ids, progress=progress, description="eval")
+    return EvalResult.from_trajectories(trajectories)

@@ -1,0 +1,177 @@
+"""The utterance-level critic: a text encoder with twin Q heads and twin V heads (ARCHER_SPEC.md 1.0).
+
+Observation and action are encoded separately by the same encoder and their vectors concatenated for the Q
+heads, as in both reference repositories. Head sizes are read from the encoder's config rather than fixed at 768,
+so any encoder width works.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from archer.config import POOLINGS, CriticConfig
+from archer.models.loading import load_critic_encoder
+
+
+class TextEncoder(nn.Module):
+    """Turns strings into one vector each: tokenise (left-truncated), encode, pool.
+
+    Args:
+        encoder: a Hugging Face encoder (``AutoModel``), e.g. RoBERTa.
+        tokenizer: its tokenizer; right padding, left truncation (a long history keeps its latest turns).
+        pooling: ``cls`` (first token's last hidden state), ``mean`` (mean over real tokens) or ``pooler`` (the
+            encoder's pooler output).
+        max_tokens: texts are truncated on the left to this many tokens, special tokens included.
+
+    Raises:
+        ValueError: unknown ``pooling``.
+    """
+
+    def __init__(
+        self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, pooling: str, max_tokens: int
+    ) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"model.critic.pooling: unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_tokens = max_tokens
+        tokenizer.padding_side = "right"
+        tokenizer.truncation_side = "left"
+
+    @property
+    def hidden_size(self) -> int:
+        return self.encoder.config.hidden_size
+
+    def forward(self, texts: list[str]) -> torch.Tensor:
+        """Encode B texts into a (B, H) tensor."""
+        device = next(self.encoder.parameters()).device
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
+        )
+        input_ids = batch["input_ids"].to(device)
+        attention_mask = batch["attention_mask"].to(device)
+        outputs = self.encoder(input_ids=input_ids, attention_mask=attention_mask)
+        if self.pooling == "cls":
+            return outputs.last_hidden_state[:, 0]
+        if self.pooling == "mean":
+            weights = attention_mask.unsqueeze(-1).to(outputs.last_hidden_state.dtype)  # (B, L, 1)
+            return (outputs.last_hidden_state * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        pooled = getattr(outputs, "pooler_output", None)
+        if pooled is None:
+            raise ValueError(
+                f"model.critic.pooling: 'pooler' needs an encoder with a pooler layer, and "
+                f"{type(self.encoder).__name__} returned none; use 'cls' or 'mean'"
+            )
+        return pooled
+
+
+def _mlp(in_dim: int, hidden_dim: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(in_dim, hidden_dim),
+        nn.ReLU(),
+        nn.Linear(hidden_dim, hidden_dim),
+        nn.ReLU(),
+        nn.Linear(hidden_dim, 1),
+    )
+
+
+@dataclass
+class CriticOutput:
+    """Twin Q values at (observation, action) and twin V values at the observation, each (B,)."""
+
+    q1: torch.Tensor
+    q2: torch.Tensor
+    v1: torch.Tensor
+    v2: torch.Tensor
+
+
+class DoubleCritic(nn.Module):
+    """One shared text encoder, two Q heads over ``[phi(obs); phi(action)]`` and two V heads over ``phi(obs)``.
+
+    Each head is Linear-ReLU-Linear-ReLU-Linear with PyTorch's default initialisation, no normalisation and no
+    dropout, as the reference.
+
+    Args:
+        encoder: maps texts to (B, H) vectors.
+        head_hidden_dim: width D of the heads; ``None`` uses the encoder's hidden size H.
+    """
+
+    def __init__(self, encoder: TextEncoder, head_hidden_dim: int | None = None) -> None:
+        super().__init__()
+        hidden = encoder.hidden_size
+        width = head_hidden_dim or hidden
+        self.encoder = encoder
+        self.q1 = _mlp(2 * hidden, width)
+        self.q2 = _mlp(2 * hidden, width)
+        self.v1 = _mlp(hidden, width)
+        self.v2 = _mlp(hidden, width)
+
+    def embed(self, texts: list[str]) -> torch.Tensor:
+        """Encode B texts into (B, H)."""
+        return self.encoder(texts)
+
+    def q_from_embeddings(self, obs_emb: torch.Tensor, act_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Twin Q values from (B, H) observation and action embeddings; each (B,)."""
+        joint = torch.cat([obs_emb, act_emb], dim=-1)  # (B, 2H)
+        return self.q1(joint).squeeze(-1), self.q2(joint).squeeze(-1)
+
+    def v_from_embeddings(self, obs_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Twin V values from (B, H) observation embeddings; each (B,)."""
+        return self.v1(obs_emb).squeeze(-1), self.v2(obs_emb).squeeze(-1)
+
+    def forward(self, observations: list[str], actions: list[str]) -> CriticOutput:
+        """Q and V for B (observation, action) pairs; each observation is encoded once for both."""
+        obs_emb = self.embed(observations)
+        q1, q2 = self.q_from_embeddings(obs_emb, self.embed(actions))
+        v1, v2 = self.v_from_embeddings(obs_emb)
+        return CriticOutput(q1=q1, q2=q2, v1=v1, v2=v2)
+
+
+def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[str]]) -> DoubleCritic:
+    """Load the encoder named by ``cfg`` (see ``load_critic_encoder``) and put freshly initialised heads on it.
+
+    The heads draw their initial weights from torch's global generator, which the trainer seeds.
+    """
+    encoder, tokenizer = load_critic_encoder(cfg, cache_dir, corpus)
+    critic = DoubleCritic(TextEncoder(encoder, tokenizer, cfg.pooling, cfg.max_tokens), cfg.head_hidden_dim)
+    return critic.to(getattr(torch, cfg.dtype))
+
+
+def make_target_critic(critic: DoubleCritic) -> DoubleCritic:
+    """A full copy of ``critic`` (encoder included) for TD targets: frozen and in eval mode."""
+    target = copy.deepcopy(critic)
+    target.requires_grad_(False)
+    return target.eval()
+
+
+@torch.no_grad()
+def soft_update(target: nn.Module, online: nn.Module, tau: float) -> None:
+    """Polyak averaging: ``target <- (1 - tau) * target + tau * online``, in place.
+
+    Applies to parameters and to floating-point buffers; integer buffers (position ids, say) are copied.
+    ``tau = 1`` makes an exact copy.
+
+    Raises:
+        ValueError: the two modules do not have the same parameter and buffer names.
+    """
+    pairs = [
+        (dict(target.named_parameters()), dict(online.named_parameters())),
+        (dict(target.named_buffers()), dict(online.named_buffers())),
+    ]
+    for target_tensors, online_tensors in pairs:
+        if target_tensors.keys() != online_tensors.keys():
+            raise ValueError("soft_update: target and online modules have different parameters or buffers")
+        for name, target_tensor in target_tensors.items():
+            source = online_tensors[name]
+            if target_tensor.is_floating_point():
+                target_tensor.lerp_(source.to(target_tensor.dtype), tau)
+            else:
+                target_tensor.copy_(source)

@@ -1,0 +1,340 @@
+"""Build the policy and critic language models and their tokenizers from the model configs.
+
+Three sources share one code path: a Hugging Face hub name, a local ``save_pretrained`` folder, and
+``"embedded"``, a small model built from a config with a tokenizer trained on the environment's text. The
+embedded model is written once to a cache folder named by a hash of everything that determines it, then loaded
+back through ``from_pretrained`` exactly as a hub model would be, so there is no second loading path to test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import (
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GPT2Config,
+    GPT2LMHeadModel,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    RobertaConfig,
+    RobertaModel,
+)
+from transformers.pytorch_utils import Conv1D
+
+from archer.config import CriticConfig, EmbeddedModelConfig, PolicyConfig
+from archer.models.tokenizer import train_bpe_tokenizer
+
+EMBEDDED = "embedded"
+# Bump when the embedded recipe changes (architecture, tokenizer settings), so old cache folders are not reused.
+_EMBEDDED_FORMAT = 1
+# The embedded models' initial weights depend only on this seed and their config, on every machine.
+_EMBEDDED_INIT_SEED = 0
+# RoBERTa numbers positions from padding_idx + 1, so two position slots are never used by tokens.
+_ROBERTA_POSITION_OFFSET = 2
+
+
+def _dtype(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def _embedded_folder(cache_dir: str, role: str, embedded: EmbeddedModelConfig, corpus: list[str]) -> Path:
+    corpus_hash = hashlib.sha256(json.dumps(corpus).encode("utf-8")).hexdigest()
+    key = json.dumps(
+        {"format": _EMBEDDED_FORMAT, "role": role, "embedded": asdict(embedded), "corpus": corpus_hash},
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    return Path(cache_dir) / EMBEDDED / f"{role}-{digest}"
+
+
+def _write_atomically(folder: Path, write: Callable[[Path], None], replace_existing: bool) -> None:
+    """Write a folder through ``write(tmp)`` into a sibling temporary folder, then rename it into place.
+
+    Readers never see a half-written folder. When ``replace_existing`` is false and another process renamed its
+    own copy into place first, that copy is kept and ours is discarded.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    try:
+        write(tmp)
+        if replace_existing and folder.exists():
+            # A non-empty folder cannot be renamed over; move the old one aside first.
+            old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+            os.replace(folder, old / folder.name)
+            os.replace(tmp, folder)
+            shutil.rmtree(old, ignore_errors=True)
+            return
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not (folder / "config.json").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _build_embedded_policy(folder: Path, embedded: EmbeddedModelConfig, corpus: list[str]) -> None:
+    tokenizer = train_bpe_tokenizer(corpus, embedded.vocab_size, kind="causal")
+    tokenizer.model_max_length = embedded.max_positions
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=embedded.max_positions,
+        n_embd=embedded.n_embd,
+        n_layer=embedded.n_layer,
+        n_head=embedded.n_head,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        # No dropout: sampling runs in eval mode, and the policy gradient must score actions under the same
+        # distribution that sampled them, whatever train/eval mode the caller leaves the model in.
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_EMBEDDED_INIT_SEED)
+        model = GPT2LMHeadModel(config)
+
+    def write(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+    _write_atomically(folder, write, replace_existing=False)
+
+
+def _build_embedded_encoder(folder: Path, embedded: EmbeddedModelConfig, corpus: list[str]) -> None:
+    tokenizer = train_bpe_tokenizer(corpus, embedded.vocab_size, kind="encoder")
+    tokenizer.model_max_length = embedded.max_positions - _ROBERTA_POSITION_OFFSET
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=embedded.n_embd,
+        num_hidden_layers=embedded.n_layer,
+        num_attention_heads=embedded.n_head,
+        intermediate_size=4 * embedded.n_embd,
+        max_position_embeddings=embedded.max_positions,
+        type_vocab_size=1,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_EMBEDDED_INIT_SEED)
+        model = RobertaModel(config, add_pooling_layer=True)
+
+    def write(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+    _write_atomically(folder, write, replace_existing=False)
+
+
+def _resolve(
+    role: str,
+    name_or_path: str,
+    embedded: EmbeddedModelConfig,
+    cache_dir: str,
+    corpus: Callable[[], list[str]],
+    build: Callable[[Path, EmbeddedModelConfig, list[str]], None],
+) -> str:
+    """The folder or hub name to load: embedded models are built into the cache first if missing."""
+    if name_or_path != EMBEDDED:
+        return name_or_path
+    texts = corpus()
+    folder = _embedded_folder(cache_dir, role, embedded, texts)
+    if not (folder / "config.json").exists():
+        build(folder, embedded, texts)
+    return str(folder)
+
+
+def _from_pretrained(role: str, source: str, load: Callable[[], tuple]) -> tuple:
+    try:
+        return load()
+    except OSError as err:
+        if Path(source).is_dir():
+            raise
+        raise OSError(
+            f"could not load {role} {source!r}: not a local folder and the Hugging Face hub is unreachable or has "
+            f"no such model; set model.{role}.name_or_path=embedded or a local folder ({err})"
+        ) from err
+
+
+def _load_reference_checkpoint(model: PreTrainedModel, path: str) -> None:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"model.policy.reference_checkpoint: no file at {path!r}")
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(checkpoint, dict) or "model_state_dict" not in checkpoint:
+        keys = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise KeyError(
+            f"model.policy.reference_checkpoint: {path!r} has no 'model_state_dict' entry (found {keys}); expected "
+            "the reference's format, torch.save({'model_state_dict': model.state_dict(), ...})"
+        )
+    model.load_state_dict(checkpoint["model_state_dict"], strict=True)
+
+
+def linear_module_names(model: nn.Module) -> list[str]:
+    """Short names (last path component) of the linear layers LoRA can adapt, e.g. ``c_attn`` or ``q_proj``."""
+    return sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, (nn.Linear, Conv1D))})
+
+
+def _wrap_lora(model: PreTrainedModel, cfg: PolicyConfig) -> PreTrainedModel:
+    from peft import LoraConfig, get_peft_model
+
+    available = linear_module_names(model)
+    missing = [target for target in cfg.lora_target_modules if target not in available]
+    if missing:
+        raise ValueError(
+            f"model.policy.lora_target_modules: {missing} are not linear layers of this model; its linear layers "
+            f"are {available} (GPT-2 uses c_attn, c_proj, c_fc; Llama and Mistral q_proj, k_proj, v_proj, o_proj)"
+        )
+    # GPT-2's Conv1D stores weights transposed; peft must be told or it warns and corrects itself.
+    targets_conv1d = any(
+        isinstance(m, Conv1D) and name.rsplit(".", 1)[-1] in cfg.lora_target_modules
+        for name, m in model.named_modules()
+    )
+    lora = LoraConfig(
+        task_type="CAUSAL_LM",
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_target_modules),
+        fan_in_fan_out=targets_conv1d,
+    )
+    return get_peft_model(model, lora)
+
+
+def load_policy_model(
+    cfg: PolicyConfig, cache_dir: str, corpus: Callable[[], list[str]]
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load the policy language model and its tokenizer, ready for batched left-padded generation.
+
+    Args:
+        cfg: the policy config (source, dtype, optional reference checkpoint, LoRA).
+        cache_dir: where embedded models are built and cached (``<cache_dir>/embedded/policy-<hash>``). Hub
+            models use Hugging Face's own cache.
+        corpus: returns the texts the embedded tokenizer is trained on; called only for ``embedded``.
+
+    Returns:
+        ``(model, tokenizer)``, the model in eval mode. The tokenizer pads and truncates on the left and has a pad
+        token (EOS if it had none). With ``use_lora`` the model is a ``peft.PeftModel`` whose only trainable
+        parameters are the adapters.
+
+    Raises:
+        OSError: a hub name that cannot be loaded (the message says how to run offline).
+        FileNotFoundError, KeyError: a ``reference_checkpoint`` that is missing or not in the reference's format.
+        ValueError: LoRA target modules that the model does not have.
+    """
+    source = _resolve("policy", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_policy)
+    model, tokenizer = _from_pretrained(
+        "policy",
+        source,
+        lambda: (
+            AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(cfg.dtype)),
+            AutoTokenizer.from_pretrained(source),
+        ),
+    )
+    tokenizer.padding_side = "left"
+    tokenizer.truncation_side = "left"
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"the tokenizer of policy {cfg.name_or_path!r} has neither a pad nor an EOS token")
+        tokenizer.pad_token = tokenizer.eos_token
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if cfg.reference_checkpoint:
+        _load_reference_checkpoint(model, cfg.reference_checkpoint)
+    if cfg.use_lora:
+        # peft leaves the model in train mode; return eval mode either way, as from_pretrained does.
+        model = _wrap_lora(model, cfg).eval()
+    return model, tokenizer
+
+
+def load_critic_encoder(
+    cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[str]]
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load the critic's text encoder (``AutoModel``, no task head) and its tokenizer.
+
+    Args:
+        cfg: the critic config.
+        cache_dir: where embedded encoders are built and cached (``<cache_dir>/embedded/critic-<hash>``).
+        corpus: returns the texts the embedded tokenizer is trained on; called only for ``embedded``.
+
+    Returns:
+        ``(encoder, tokenizer)``; the tokenizer pads on the right and truncates on the left, so a long history
+        keeps its most recent turns.
+
+    Raises:
+        OSError: a hub name that cannot be loaded.
+    """
+    source = _resolve("critic", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_encoder)
+    encoder, tokenizer = _from_pretrained(
+        "critic",
+        source,
+        lambda: (AutoModel.from_pretrained(source, dtype=_dtype(cfg.dtype)), AutoTokenizer.from_pretrained(source)),
+    )
+    tokenizer.padding_side = "right"
+    tokenizer.truncation_side = "left"
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"the tokenizer of critic {cfg.name_or_path!r} has neither a pad nor an EOS token")
+        tokenizer.pad_token = tokenizer.eos_token
+    return encoder, tokenizer
+
+
+def _merged_lora_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict of a peft LoRA model's base model with every active adapter added into its base weight.
+
+    Unlike ``merge_and_unload`` on a deep copy, this allocates only the merged weights, and unlike
+    ``merge_adapter``/``unmerge_adapter`` it leaves the live weights bit-for-bit untouched.
+    """
+    from peft.tuners.lora import LoraLayer
+
+    base = model.get_base_model()
+    merged: dict[str, torch.Tensor] = {}
+    for key, value in base.state_dict().items():
+        if "lora_" in key:
+            continue
+        if "modules_to_save" in key or "original_module" in key:
+            raise NotImplementedError("save_policy supports LoRA adapters only, not peft modules_to_save")
+        merged[key.replace(".base_layer.", ".")] = value
+    for name, module in base.named_modules():
+        if not isinstance(module, LoraLayer) or module.merged:
+            continue
+        weight_key = f"{name}.weight"
+        delta = sum(module.get_delta_weight(adapter) for adapter in module.active_adapters if adapter in module.r)
+        merged[weight_key] = (merged[weight_key] + delta).to(merged[weight_key].dtype)
+    return merged
+
+
+def save_policy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, folder: str) -> None:
+    """Write the policy as a plain Hugging Face folder, loadable with ``AutoModelForCausalLM`` and no project code.
+
+    A LoRA model is saved with its adapters merged into the base weights (the live model is not modified), so
+    the folder holds an ordinary full model. The folder is written next to its destination and renamed into
+    place, replacing any previous version.
+
+    Args:
+        model: the policy model, plain or ``peft.PeftModel``.
+        tokenizer: its tokenizer.
+        folder: destination folder.
+    """
+    is_peft = hasattr(model, "get_base_model") and hasattr(model, "peft_config")
+
+    def write(tmp: Path) -> None:
+        if is_peft:
+            model.get_base_model().save_pretrained(tmp, state_dict=_merged_lora_state_dict(model))
+        else:
+            model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+    _write_atomically(Path(folder), write, replace_existing=True)

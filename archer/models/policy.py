@@ -1,0 +1,255 @@
+"""The language policy: samples one utterance per observation and scores utterances token by token.
+
+Generation and scoring build the same prompt ids (template, left truncation, left padding, positions counted
+from the attention mask), so the policy gradient scores each sampled token under the distribution it was
+sampled from. This fixes the reference's log-probabilities (ARCHER_SPEC.md 2.3): no padding between prompt and
+action, no shifted positions, the sampled ids are scored rather than a re-tokenised string, the turn terminator
+is part of the scored action, and ``log_softmax`` replaces ``log(softmax)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+
+from archer.config import PolicyConfig
+from archer.models.templates import get_template
+
+
+@dataclass
+class Generation:
+    """One sampled action per observation.
+
+    Attributes:
+        texts: the actions as the environment receives them: special tokens skipped, leading newlines stripped,
+            cut at the first stop string (which is removed).
+        token_ids: exactly the sampled ids, up to and including the first terminator (the stop token, a token
+            containing the stop string, or EOS); nothing after it. An action that hit ``max_new_tokens`` has no
+            terminator. These are what ``LanguagePolicy.token_logprobs`` scores.
+    """
+
+    texts: list[str]
+    token_ids: list[list[int]]
+
+
+class LanguagePolicy:
+    """A causal language model used as a policy over utterances.
+
+    Algorithms call ``generate``, ``encode_actions`` and ``token_logprobs``; they reach the Hugging Face model
+    only through ``.model``, to give its parameters to an optimiser (or to wrap it for distributed training).
+
+    Args:
+        model: a causal LM (plain, ``peft.PeftModel`` or DDP-wrapped).
+        tokenizer: its tokenizer; the policy sets left padding and left truncation on it.
+        cfg: the policy config (template, prompt and action lengths, stop string, sampling settings).
+
+    Raises:
+        ValueError: ``cfg.stop_string`` does not encode to exactly one token.
+    """
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: PolicyConfig) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.cfg = cfg
+        self.template = get_template(cfg.template)
+        tokenizer.padding_side = "left"
+        tokenizer.truncation_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.stop_token_id = self._find_stop_token_id()
+        self.terminator_ids = self._find_terminator_ids()
+        base = self._generator()
+        base = base.get_base_model() if hasattr(base, "get_base_model") else base
+        self._accepts_logits_to_keep = "logits_to_keep" in inspect.signature(base.forward).parameters
+
+    def _find_stop_token_id(self) -> int | None:
+        stop = self.cfg.stop_string
+        if stop is None:
+            return None
+        ids = self.tokenizer.encode(stop, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ValueError(
+                f"model.policy.stop_string: {stop!r} encodes to {len(ids)} tokens {ids} with this tokenizer; it "
+                "must be exactly one token (for example '\\n' with GPT-2-style tokenizers), or null to stop at EOS"
+            )
+        return ids[0]
+
+    def _find_terminator_ids(self) -> list[int]:
+        """Ids that end an action: EOS, the stop token, and every token whose text contains the stop string.
+
+        A hub vocabulary can merge the stop string with its neighbours (GPT-2 has ``"\\n\\n"``, Llama 3 has
+        ``"?\\n"``); such a token ends the utterance as surely as the stop token itself does.
+        """
+        terminators = {self.tokenizer.eos_token_id}
+        if self.cfg.stop_string is not None:
+            terminators.add(self.stop_token_id)
+            vocab = range(len(self.tokenizer))
+            pieces = self.tokenizer.batch_decode([[i] for i in vocab], clean_up_tokenization_spaces=False)
+            terminators.update(i for i, piece in zip(vocab, pieces, strict=True) if self.cfg.stop_string in piece)
+        return sorted(terminators - {None})
+
+    def _generator(self) -> nn.Module:
+        """The model without a DDP wrapper, which has no ``generate``."""
+        if isinstance(self.model, nn.parallel.DistributedDataParallel):
+            return self.model.module
+        return self.model
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def _encode_prompts(self, observations: list[str]) -> list[list[int]]:
+        """Prompt ids, unpadded: the template applied, then truncated on the left to ``max_prompt_tokens``."""
+        prompts = [self.template(observation) for observation in observations]
+        rows = self.tokenizer(prompts, truncation=True, max_length=self.cfg.max_prompt_tokens)["input_ids"]
+        # An empty prompt gives the model nothing to predict the first action token from; start it with BOS.
+        start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
+        return [list(row) if len(row) > 0 else [start] for row in rows]
+
+    def _left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Left-pad rows into ``input_ids`` and ``attention_mask``, both (B, L) long tensors."""
+        length = max(len(row) for row in rows)
+        input_ids = torch.full((len(rows), length), self.tokenizer.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(rows), length), dtype=torch.long)
+        for i, row in enumerate(rows):
+            if row:
+                input_ids[i, length - len(row) :] = torch.tensor(row, dtype=torch.long)
+                attention_mask[i, length - len(row) :] = 1
+        return input_ids.to(self.device), attention_mask.to(self.device)
+
+    def _generation_config(self, greedy: bool) -> GenerationConfig:
+        # Every distribution-changing option is set explicitly, so a hub model's own generation_config (a
+        # repetition penalty, say) cannot make sampling differ from the distribution token_logprobs scores.
+        return GenerationConfig(
+            max_new_tokens=self.cfg.max_new_tokens,
+            do_sample=not greedy,
+            temperature=1.0 if greedy else self.cfg.temperature,
+            top_k=0 if greedy else self.cfg.top_k,
+            top_p=1.0 if greedy else self.cfg.top_p,
+            typical_p=1.0,
+            epsilon_cutoff=0.0,
+            eta_cutoff=0.0,
+            repetition_penalty=1.0,
+            encoder_repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            min_new_tokens=0,
+            num_beams=1,
+            num_return_sequences=1,
+            eos_token_id=self.terminator_ids,
+            pad_token_id=self.tokenizer.pad_token_id,
+            use_cache=True,
+        )
+
+    def _action_text(self, token_ids: list[int]) -> str:
+        text = self.tokenizer.decode(token_ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        text = text.lstrip("\n")
+        if self.cfg.stop_string is not None:
+            text = text.split(self.cfg.stop_string, 1)[0]
+        return text
+
+    def generate(self, observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:
+        """Sample (or greedily decode) one action per observation.
+
+        Runs without gradients and in eval mode (dropout off), restoring the model's previous mode. Sampling
+        draws from torch's global generator, which the trainer seeds.
+
+        Args:
+            observations: B observation strings.
+            greedy: argmax decoding instead of sampling with the configured temperature, top-k and top-p.
+            batch_size: observations per ``model.generate`` call; ``None`` does all B at once.
+
+        Returns:
+            The action texts and the sampled token ids.
+        """
+        if not observations:
+            return Generation(texts=[], token_ids=[])
+        step = batch_size or len(observations)
+        generator = self._generator()
+        config = self._generation_config(greedy)
+        terminators = set(self.terminator_ids)
+        token_ids: list[list[int]] = []
+        was_training = generator.training
+        generator.eval()
+        try:
+            with torch.no_grad():
+                for start in range(0, len(observations), step):
+                    input_ids, attention_mask = self._left_pad(
+                        self._encode_prompts(observations[start : start + step])
+                    )
+                    sequences = generator.generate(
+                        input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+                    )
+                    for row in sequences[:, input_ids.shape[1] :].tolist():
+                        end = next((i + 1 for i, token in enumerate(row) if token in terminators), len(row))
+                        token_ids.append(row[:end])
+        finally:
+            generator.train(was_training)
+        return Generation(texts=[self._action_text(ids) for ids in token_ids], token_ids=token_ids)
+
+    def encode_actions(self, actions: list[str]) -> list[list[int]]:
+        """Token ids of text actions (from a dataset), terminated as generated ones are.
+
+        Each action is tokenised as ``action + stop_string`` without special tokens; with no stop string, EOS is
+        appended instead, since generation would end there.
+
+        Args:
+            actions: B action strings, without their terminator.
+
+        Returns:
+            B lists of token ids, ready for ``token_logprobs``.
+        """
+        if self.cfg.stop_string is not None:
+            texts = [action + self.cfg.stop_string for action in actions]
+            return [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        rows = self.tokenizer(list(actions), add_special_tokens=False)["input_ids"]
+        return [list(ids) + [self.tokenizer.eos_token_id] for ids in rows]
+
+    def token_logprobs(
+        self, observations: list[str], action_ids: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probability of every action token given the prompt and the action tokens before it.
+
+        Each row is ``[prompt ids | action ids]`` with the prompt encoded exactly as ``generate`` encodes it;
+        rows are left-padded together and positions count only real tokens, as in generation. One forward pass;
+        differentiable. The model's current train/eval mode is used as is.
+
+        Args:
+            observations: B observation strings.
+            action_ids: B lists of action token ids (from ``Generation.token_ids`` or ``encode_actions``).
+
+        Returns:
+            ``(token_logprobs, token_mask)``, both (B, T) with T the longest action. Token j of action i is at
+            ``[i, j]``; positions past an action's end hold 0 in both. The mask is float (1.0 for real tokens).
+        """
+        lengths = torch.tensor([len(ids) for ids in action_ids], device=self.device)
+        width = int(lengths.max().item()) if len(action_ids) else 0
+        if width == 0:
+            empty = torch.zeros((len(action_ids), 0), device=self.device)
+            return empty, empty.clone()
+        prompts = self._encode_prompts(observations)
+        input_ids, attention_mask = self._left_pad([p + list(a) for p, a in zip(prompts, action_ids, strict=True)])
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        extra = {"logits_to_keep": width + 1} if self._accepts_logits_to_keep else {}
+        logits = self.model(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **extra
+        ).logits
+        # Left padding right-aligns every action: its tokens are the last len(action) columns, each predicted
+        # from the column before it.
+        logits = logits[:, -(width + 1) : -1].float()  # (B, T, V)
+        targets = input_ids[:, -width:]  # (B, T)
+        right_aligned = F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        columns = torch.arange(width, device=self.device)
+        source = (columns + (width - lengths).unsqueeze(1)).clamp(max=width - 1)
+        mask = columns.unsqueeze(0) < lengths.unsqueeze(1)
+        logprobs = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
+        return logprobs, mask.to(logprobs.dtype)
+
+    def sequence_logprobs(self, observations: list[str], action_ids: list[list[int]]) -> torch.Tensor:
+        """Sum of ``token_logprobs`` over each action's tokens: log pi(action | observation), shape (B,)."""
+        logprobs, mask = self.token_logprobs(observations, action_ids)
+        return (logprobs * mask).sum(dim=-1)

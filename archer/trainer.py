@@ -1,0 +1,267 @@
+"""The training loop: builds everything from a ``RunConfig`` and runs iterations.
+
+One iteration, in order:
+1. collect: online algorithms play ``rollout_episodes_per_iter`` games and store them in the replay buffer;
+2. update: the algorithm's gradient steps on the buffer (for offline algorithms, the buffer is the dataset);
+3. evaluate: every ``eval.every_iters`` iterations, greedy play on the fixed evaluation games;
+4. report: one log line and one ``metrics.jsonl`` record;
+5. checkpoint: every ``save_every_iters`` iterations, an atomic checkpoint and the policy as a HF folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import transformers
+from accelerate import Accelerator
+
+from archer.algorithms import make_algorithm
+from archer.checkpointing import (
+    CHECKPOINT_FILE,
+    config_fingerprint,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from archer.config import LoggingConfig, RunConfig
+from archer.data.offline import load_offline_trajectories
+from archer.data.replay_buffer import ReplayBuffer
+from archer.data.rollout import collect_trajectories
+from archer.data.trajectory import Trajectory
+from archer.envs import make_env, make_oracle
+from archer.evaluation import EvalResult, evaluate, evaluation_game_ids
+from archer.models.critic import build_critic
+from archer.models.loading import load_policy_model, save_policy
+from archer.models.policy import LanguagePolicy
+from archer.tracking import Tracker
+from archer.utils import atomic_write_json, atomic_write_text, resolve_cache_dir, seed_everything
+
+log = logging.getLogger(__name__)
+
+POLICY_FOLDER = "policy"
+PRETRAIN_DONE = "PRETRAINED"
+# Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
+# be extended by raising num_iterations).
+RESUMABLE_KEYS = ("run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations")
+
+
+class Trainer:
+    """Builds the environment, models, algorithm and data of a run, and trains.
+
+    Args:
+        cfg: the validated run config.
+        run_dir: the run folder (defaults to ``cfg.run_dir``).
+    """
+
+    def __init__(self, cfg: RunConfig, run_dir: Path | None = None) -> None:
+        if run_dir is None and cfg.run_dir is None:
+            raise ValueError("Trainer needs a run folder: set run_dir")
+        self.cfg = cfg
+        self.run_dir = Path(run_dir if run_dir is not None else cfg.run_dir).expanduser().resolve()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.torch_threads is not None:
+            torch.set_num_threads(cfg.torch_threads)
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        transformers.utils.logging.disable_progress_bar()
+        self.progress = cfg.logging.progress_bars and self.accelerator.is_main_process
+        self.cache_dir = resolve_cache_dir(cfg.cache_dir)
+        self.config_dict: dict[str, Any] = asdict(cfg)
+        self.fingerprint = config_fingerprint(self.config_dict, ignore=RESUMABLE_KEYS)
+        policy_cfg = cfg.model.policy
+        if cfg.pretrain is not None:
+            policy_cfg = replace(policy_cfg, name_or_path=str(self._pretrained_policy()))
+        seed_everything(cfg.seed)
+
+        # 1. Environments: one for training, one for evaluation, sharing the oracle.
+        oracle = make_oracle(cfg.env)
+        self.env = make_env(cfg.env, seed=cfg.seed * 1000 + self.accelerator.process_index, oracle=oracle)
+        self.eval_env = make_env(cfg.env, seed=cfg.eval.seed, oracle=oracle)
+        self.eval_game_ids = evaluation_game_ids(cfg.eval, self.eval_env.num_games)
+
+        # 2. Models and the algorithm that trains them.
+        model, tokenizer = load_policy_model(policy_cfg, str(self.cache_dir), self.env.corpus)
+        self.policy = LanguagePolicy(model.to(self.accelerator.device), tokenizer, policy_cfg)
+        critic = None
+        if cfg.algorithm.uses_critic:
+            critic = build_critic(cfg.model.critic, str(self.cache_dir), self.env.corpus).to(self.accelerator.device)
+        self.algorithm = make_algorithm(
+            cfg.algorithm, self.policy, self.accelerator, critic=critic, progress=self.progress
+        )
+        self.env_trajectories = 0
+
+        # 3. Data: the offline dataset, or an empty replay buffer that rollouts fill.
+        self.buffer = self._build_buffer()
+        self.rng = np.random.default_rng([cfg.seed, self.accelerator.process_index])
+
+        self.tracker = Tracker(
+            self.run_dir,
+            cfg.logging,
+            run_name=f"{cfg.env.name}__{cfg.algorithm.name}__s{cfg.seed}",
+            config=self.config_dict,
+            is_main_process=self.accelerator.is_main_process,
+        )
+        self.start_iteration = 0
+        if cfg.resume and (self.run_dir / CHECKPOINT_FILE).exists():
+            self._resume()
+        elif self.accelerator.is_main_process:
+            atomic_write_json(self.run_dir / "config.json", self.config_dict)
+
+    def _pretrained_policy(self) -> Path:
+        """Folder of the starting policy built by ``cfg.pretrain``: trained once, then reused from the cache."""
+        cfg = self.cfg
+        assert cfg.pretrain is not None
+        pretrain_cfg = RunConfig(
+            algorithm=cfg.pretrain,
+            env=cfg.env,
+            model=cfg.model,
+            data=cfg.data,
+            eval=replace(cfg.eval, every_iters=cfg.pretrain.num_iterations),
+            logging=LoggingConfig(progress_bars=cfg.logging.progress_bars),
+            seed=0,
+            cache_dir=cfg.cache_dir,
+            torch_threads=cfg.torch_threads,
+            save_every_iters=cfg.pretrain.num_iterations,
+        )
+        fingerprint = config_fingerprint(
+            asdict(pretrain_cfg), ignore=("run_dir", "logging", "torch_threads", "cache_dir")
+        )
+        folder = self.cache_dir / "pretrained" / f"{cfg.env.name}-{fingerprint}"
+        if not (folder / PRETRAIN_DONE).exists():
+            if self.accelerator.is_main_process:
+                log.info("building the starting policy by behaviour cloning in %s (once; cached)", folder)
+                Trainer(pretrain_cfg, folder).fit()
+                atomic_write_text(folder / PRETRAIN_DONE, "behaviour cloning finished\n")
+            self.accelerator.wait_for_everyone()
+        return folder / POLICY_FOLDER
+
+    def _build_buffer(self) -> ReplayBuffer:
+        if self.algorithm.online:
+            return ReplayBuffer(capacity=self.cfg.algorithm.replay_capacity, gamma_mc=self.cfg.algorithm.gamma)
+        trajectories = load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress)
+        num_transitions = sum(t.length for t in trajectories)
+        buffer = ReplayBuffer(capacity=max(num_transitions, 1), gamma_mc=1.0)
+        buffer.add_trajectories(trajectories)
+        log.info("offline dataset: %d episodes, %d transitions", len(trajectories), num_transitions)
+        return buffer
+
+    # ---- evaluation, checkpoints -------------------------------------------------------------------------
+
+    def evaluate(self) -> EvalResult:
+        """Greedy play of the fixed evaluation games with the current policy."""
+        return evaluate(
+            self.eval_env,
+            lambda observations: self.algorithm.act(observations, greedy=True),
+            self.eval_game_ids,
+            progress=self.progress,
+        )
+
+    def save(self, iteration: int) -> None:
+        """Atomic checkpoint of everything needed to continue, plus the policy as a plain HF folder."""
+        if not self.accelerator.is_main_process:
+            return
+        state = {
+            "config_fingerprint": self.fingerprint,
+            "iteration": iteration,
+            "algorithm": self.algorithm.state_dict(),
+            "rng": rng_state(),
+            "numpy_generator": self.rng.bit_generator.state,
+            "env_rng": self.env.get_rng_state(),
+            "env_trajectories": self.env_trajectories,
+        }
+        if self.algorithm.online:
+            state["buffer"] = self.buffer.state_dict()
+        save_checkpoint(self.run_dir, state)
+        save_policy(self.policy.model, self.policy.tokenizer, self.run_dir / POLICY_FOLDER)
+
+    def _resume(self) -> None:
+        state = load_checkpoint(self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint)
+        self.algorithm.load_state_dict(state["algorithm"])
+        set_rng_state(state["rng"])
+        self.rng.bit_generator.state = state["numpy_generator"]
+        self.env.set_rng_state(state["env_rng"])
+        if "buffer" in state:
+            self.buffer.load_state_dict(state["buffer"])
+        self.start_iteration = int(state["iteration"])
+        self.env_trajectories = int(state["env_trajectories"])
+        self.tracker.truncate_after(self.start_iteration)
+        log.info("resumed from %s at iteration %d", self.run_dir / CHECKPOINT_FILE, self.start_iteration)
+
+    # ---- the loop ----------------------------------------------------------------------------------------
+
+    def collect(self) -> dict[str, float]:
+        """Play this iteration's training games with the sampling policy and store them in the buffer."""
+        trajectories = collect_trajectories(
+            self.env,
+            lambda observations: self.algorithm.act(observations, greedy=False),
+            num_episodes=self.cfg.algorithm.rollout_episodes_per_iter,
+            progress=self.progress,
+        )
+        self.buffer.add_trajectories(trajectories)
+        self.env_trajectories += len(trajectories)
+        return rollout_metrics(trajectories) | {"buffer/transitions": float(len(self.buffer))}
+
+    def fit(self) -> dict[str, float]:
+        """Run the remaining iterations; returns the last iteration's metrics."""
+        cfg = self.cfg
+        last: dict[str, float] = {}
+        if self.start_iteration == 0 and cfg.eval.every_iters > 0 and cfg.eval.before_training:
+            result = self.evaluate()
+            last = result.metrics() | {"env/trajectories": 0.0}
+            self.tracker.log(last, iteration=0)
+            log.info("iteration 0 | %s", _format(last))
+        for iteration in range(self.start_iteration + 1, cfg.algorithm.num_iterations + 1):
+            metrics: dict[str, float] = {}
+            if self.algorithm.online:
+                start = time.perf_counter()
+                metrics.update(self.collect())
+                metrics["time/rollout_s"] = time.perf_counter() - start
+            start = time.perf_counter()
+            metrics.update(self.algorithm.update(self.buffer, iteration, self.rng))
+            metrics["time/update_s"] = time.perf_counter() - start
+            metrics["env/trajectories"] = float(self.env_trajectories)
+
+            is_last = iteration == cfg.algorithm.num_iterations
+            if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
+                start = time.perf_counter()
+                metrics.update(self.evaluate().metrics())
+                metrics["time/eval_s"] = time.perf_counter() - start
+
+            if iteration % cfg.save_every_iters == 0 or is_last:
+                start = time.perf_counter()
+                self.save(iteration)
+                metrics["time/checkpoint_s"] = time.perf_counter() - start
+            self.tracker.log(metrics, iteration=iteration)
+            self.tracker.plot()
+            log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, _format(metrics))
+            last = metrics
+        self.tracker.finish()
+        return last
+
+
+def rollout_metrics(trajectories: list[Trajectory]) -> dict[str, float]:
+    """Return, success and length statistics of training games."""
+    returns = [t.episode_return for t in trajectories]
+    return {
+        "rollout/return_mean": statistics.fmean(returns),
+        "rollout/return_min": min(returns),
+        "rollout/return_max": max(returns),
+        "rollout/success_rate": sum(t.success for t in trajectories) / len(trajectories),
+        "rollout/length_mean": statistics.fmean(t.length for t in trajectories),
+    }
+
+
+def _format(metrics: dict[str, float]) -> str:
+    return " ".join(f"{key}={value:.4g}" for key, value in metrics.items())
+
+
+def train(cfg: RunConfig, run_dir: Path | None = None) -> dict[str, float]:
+    """Build a ``Trainer`` for ``cfg`` and run it; returns the last iteration's metrics."""
+    return Trainer(cfg, run_dir).fit()

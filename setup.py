@@ -1,0 +1,28 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="archer",
+    version="0.1.0",
+    description="Multi-turn RL for language-model agents: ArCHer (utterance-level critic, token-level policy) and baselines",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["archer", "archer.*"]),
+    install_requires=[
+        # 2.13.0 is the CPU build this project is developed on; a looser pin may pull a multi-GB CUDA build.
+        "torch>=2.4",
+        "transformers>=4.46",
+        "tokenizers>=0.20",
+        "accelerate>=1.0",
+        "peft>=0.13",
+        "hydra-core>=1.3.2",
+        "omegaconf>=2.3",
+        "tqdm>=4.66",
+        "matplotlib>=3.8",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        "wandb": ["wandb>=0.17"],
+        "dev": ["pytest>=8", "ruff>=0.6"],
+    },
+)

@@ -1,0 +1,81 @@
+"""Shared pytest fixtures. Each section serves one part of the package; add new sections at the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from archer.cli import to_run_config
+from archer.config import CriticConfig, EmbeddedModelConfig, PolicyConfig, RunConfig, register_configs
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiny language models (archer.models): built from configs with a tokenizer trained on TINY_CORPUS, no hub.
+# ---------------------------------------------------------------------------------------------------------------
+
+TINY_CORPUS = [
+    "Questions:\n",
+    "Questions:\nIs it alive? Yes.\nIs it an animal? Yes.\nIs it a dog? Yes.\n",
+    "Questions:\nIs it alive? No.\nIs it a fruit? No.\nIs it a vehicle? Yes.\nIs it a truck? Yes.\n",
+    "Questions:\nIs it made of metal? Yes.\nIs it used in the kitchen? Yes.\nIs it a knife? No.\n",
+    "Questions:\nDoes it have wheels? No.\nIs it a piece of furniture? Yes.\nIs it a chair? Yes.\n",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus() -> list[str]:
+    """Twenty-Questions-like text the tiny tokenizers are trained on."""
+    return list(TINY_CORPUS)
+
+
+@pytest.fixture
+def tiny_policy_config() -> PolicyConfig:
+    """An embedded GPT-2 policy: 2 layers, width 32, prompts of at most 64 tokens, actions of at most 12."""
+    return PolicyConfig(
+        embedded=EmbeddedModelConfig(n_layer=2, n_embd=32, n_head=2, vocab_size=320, max_positions=128),
+        max_prompt_tokens=64,
+        max_new_tokens=12,
+    )
+
+
+@pytest.fixture
+def tiny_critic_config() -> CriticConfig:
+    """An embedded RoBERTa critic: 2 layers, width 32, texts of at most 64 tokens."""
+    return CriticConfig(
+        embedded=EmbeddedModelConfig(n_layer=2, n_embd=32, n_head=2, vocab_size=320, max_positions=130),
+        max_tokens=64,
+    )
+
+
+@pytest.fixture(scope="session")
+def model_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One embedded-model cache for the whole session, so each tiny model is built once."""
+    return str(tmp_path_factory.mktemp("model_cache"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Composed run configs (scripts/config): the same files users run, composed with Hydra's compose API.
+# ---------------------------------------------------------------------------------------------------------------
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "scripts" / "config"
+
+# Settings that make any shipped run config tiny: small models, a few short games, small batches.
+TINY_RUN_OVERRIDES = [
+    "model=tiny",
+    "env.batch_size=4",
+    "env.max_turns=4",
+    "eval.num_episodes=4",
+    "eval.every_iters=1",
+    "data.generate_episodes=24",
+    "logging.progress_bars=false",
+    "torch_threads=1",
+]
+
+
+def compose_run(name: str, overrides: list[str] | None = None) -> RunConfig:
+    """Compose ``scripts/config/<name>.yaml`` with ``overrides`` and convert it to a validated ``RunConfig``."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
+        cfg = compose(name, overrides=["run_dir=unused", *(overrides or [])])
+    return to_run_config(cfg)

@@ -1,0 +1,166 @@
+"""End-to-end training on tiny models: parameters move, outputs are written, runs resume and repeat exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from archer.checkpointing import CheckpointError
+from archer.trainer import Trainer
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run
+
+pytestmark = pytest.mark.integration
+
+
+def tiny_bc(run_dir: Path, cache: str, *extra: str):
+    overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "algorithm.num_iterations=2", "algorithm.steps_per_iter=3"]
+    overrides += ["algorithm.batch_size=8", "algorithm.actor_micro_batch_size=4", *extra]
+    cfg = compose_run("bc_20q", overrides)
+    return Trainer(cfg, run_dir)
+
+
+def tiny_archer(run_dir: Path, cache: str, *extra: str):
+    overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "algorithm.num_iterations=2", *extra]
+    cfg = compose_run("archer_20q", overrides)
+    return Trainer(cfg, run_dir)
+
+
+def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def changed(before: dict[str, torch.Tensor], module: torch.nn.Module) -> float:
+    """Fraction of parameter tensors that moved."""
+    after = dict(module.named_parameters())
+    return sum(not torch.equal(before[n], after[n].detach()) for n in before) / len(before)
+
+
+def read_records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def without_times(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("time/")} for r in records]
+
+
+def test_bc_trains_the_policy_and_writes_its_outputs(tmp_path: Path) -> None:
+    trainer = tiny_bc(tmp_path / "run", str(tmp_path / "cache"))
+    before = snapshot(trainer.policy.model)
+    trainer.fit()
+    assert changed(before, trainer.policy.model) > 0.9
+    records = read_records(tmp_path / "run")
+    assert [r["iteration"] for r in records] == [0, 1, 2]
+    assert all("eval/return_mean" in r for r in records)
+    assert "actor/bc_loss" in records[-1]
+    assert (tmp_path / "run" / "learning_curve.png").stat().st_size > 1000
+    # The saved policy is a plain Hugging Face folder: loadable without project code.
+    folder = tmp_path / "run" / "policy"
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert tokenizer("Is it alive?")["input_ids"]
+    for name, param in trainer.policy.model.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], param)
+
+
+def test_bc_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    tiny_bc(tmp_path / "a", cache).fit()
+    tiny_bc(tmp_path / "b", cache).fit()
+    first, second = (without_times(read_records(tmp_path / name)) for name in ("a", "b"))
+    assert len(first) == 3 and first == second
+
+
+def test_resume_continues_and_a_different_config_is_refused(tmp_path: Path) -> None:
+    cache, run = str(tmp_path / "cache"), tmp_path / "run"
+    tiny_bc(run, cache).fit()
+    resumed = tiny_bc(run, cache, "algorithm.num_iterations=3")
+    assert resumed.start_iteration == 2
+    resumed.fit()
+    assert [r["iteration"] for r in read_records(run)] == [0, 1, 2, 3]
+    with pytest.raises(CheckpointError, match="different configuration"):
+        tiny_bc(run, cache, "algorithm.actor_lr=0.5")
+
+
+def test_corrupt_checkpoint_gives_a_clear_error(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        tiny_bc(run, str(tmp_path / "cache"))
+
+
+ARCHER_TINY = [
+    "pretrain.num_iterations=1",
+    "pretrain.steps_per_iter=2",
+    "pretrain.batch_size=8",
+    "pretrain.actor_micro_batch_size=4",
+    "algorithm.warmup_iters=1",
+    "algorithm.rollout_episodes_per_iter=4",
+    "algorithm.critic_steps_per_iter=2",
+    "algorithm.critic_batch_size=8",
+    "algorithm.critic_micro_batch_size=4",
+    "algorithm.actor_steps_per_iter=1",
+    "algorithm.actor_batch_size=8",
+    "algorithm.actor_micro_batch_size=4",
+    "algorithm.generation_batch_size=8",
+    "algorithm.actor_lr=1e-3",
+    "eval.every_iters=2",
+]
+
+
+def test_archer_two_iterations_train_every_network(tmp_path: Path) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
+    algorithm = trainer.algorithm
+    policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
+    trainer.fit()
+    assert changed(policy, trainer.policy.model) > 0.9
+    assert changed(critic, algorithm.critic) > 0.9
+    assert changed(target, algorithm.target_critic) > 0.9
+    records = read_records(tmp_path / "run")
+    assert [r["iteration"] for r in records] == [0, 1, 2]
+    assert "actor/pg_loss" not in records[1] and "actor/pg_loss" in records[2]  # one warm-up iteration
+    assert records[2]["env/trajectories"] == 8 and records[2]["buffer/transitions"] > 8
+    assert (tmp_path / "run" / "policy" / "config.json").exists()
+
+
+def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path: Path) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
+    algorithm = trainer.algorithm
+    trainer.collect()
+    rng = trainer.rng
+
+    policy_before, critic_before = snapshot(trainer.policy.model), snapshot(algorithm.critic)
+    target_before = snapshot(algorithm.target_critic)
+    batch = trainer.buffer.sample(8, rng)
+    algorithm.critic_step(batch, trainer.policy.generate(batch.observations, greedy=False).texts, 1, 0)
+    assert changed(policy_before, trainer.policy.model) == 0.0
+    assert changed(critic_before, algorithm.critic) > 0.9
+    # Polyak: target <- (1 - tau) * target + tau * critic, with tau = 0.1.
+    for name, param in algorithm.target_critic.named_parameters():
+        expected = 0.9 * target_before[name] + 0.1 * dict(algorithm.critic.named_parameters())[name].detach()
+        torch.testing.assert_close(param.detach(), expected)
+    assert all(p.grad is None for p in algorithm.critic.parameters())
+
+    critic_before = snapshot(algorithm.critic)
+    algorithm.actor_phase(trainer.buffer, 2, rng)
+    assert changed(critic_before, algorithm.critic) == 0.0
+    assert changed(policy_before, trainer.policy.model) > 0.9
+    assert all(p.grad is None for p in trainer.policy.model.parameters())
+
+
+def test_archer_resumes_with_its_buffer_and_repeats_for_a_seed(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    tiny_archer(tmp_path / "a", cache, *ARCHER_TINY).fit()
+    tiny_archer(tmp_path / "b", cache, *ARCHER_TINY).fit()
+    assert without_times(read_records(tmp_path / "a")) == without_times(read_records(tmp_path / "b"))
+
+    first = tiny_archer(tmp_path / "a", cache, *ARCHER_TINY, "algorithm.num_iterations=3")
+    assert first.start_iteration == 2 and len(first.buffer) == read_records(tmp_path / "a")[-1]["buffer/transitions"]
+    first.fit()
+    # A run of 3 iterations straight through gives the same records as 2 + resume + 1.
+    tiny_archer(tmp_path / "c", cache, *ARCHER_TINY, "algorithm.num_iterations=3").fit()
+    assert without_times(read_records(tmp_path / "a")) == without_times(read_records(tmp_path / "c"))

@@ -1,0 +1,62 @@
+"""Every shipped config composes and validates; bad keys, types and combinations fail with a clear message."""
+
+from __future__ import annotations
+
+import pytest
+from hydra.errors import ConfigCompositionException
+
+from archer.config import ConfigError, RunConfig
+from tests.conftest import CONFIG_DIR, compose_run
+
+TOP_LEVEL = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p.stem != "common")
+GROUPS = {group.name: sorted(p.stem for p in group.glob("*.yaml")) for group in CONFIG_DIR.iterdir() if group.is_dir()}
+
+
+@pytest.mark.parametrize("name", TOP_LEVEL)
+def test_every_top_level_config_composes_and_validates(name: str) -> None:
+    cfg = compose_run(name)
+    assert isinstance(cfg, RunConfig)
+
+
+@pytest.mark.parametrize(("group", "option"), [(g, o) for g, options in GROUPS.items() for o in options])
+def test_every_group_option_composes_into_bc_20q(group: str, option: str) -> None:
+    compose_run("bc_20q", [f"{group}={option}"])
+
+
+def test_shipped_yaml_has_no_absolute_paths_or_secrets() -> None:
+    for path in CONFIG_DIR.rglob("*.yaml"):
+        text = path.read_text()
+        assert "/home/" not in text and "/nfs/" not in text and "/global/" not in text, path
+        for secret_key in ("huggingface_token", "hf_token", "wandb_key", "api_key", "password"):
+            assert secret_key not in text.lower(), (path, secret_key)
+
+
+def test_unknown_key_is_named() -> None:
+    with pytest.raises(ConfigCompositionException, match="algorithm.not_a_key"):
+        compose_run("bc_20q", ["algorithm.not_a_key=1"])
+
+
+def test_wrong_type_names_the_key() -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_run("bc_20q", ["algorithm.batch_size=many"])
+    assert "algorithm.batch_size" in str(info.value) + str(info.value.__cause__)
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("algorithm.batch_size=33", "algorithm.batch_size"),
+        ("env.oracle=t5", "env.oracle_path"),
+        ("env.oracle=chatgpt", "env.oracle"),
+        ("env.success_check=substring", "env.success_check"),
+        ("model.policy.dtype=int8", "model.policy.dtype"),
+        ("model.policy.embedded.n_head=3", "model.policy.embedded.n_head"),
+        ("model.critic.pooling=max", "model.critic.pooling"),
+        ("model.policy.max_prompt_tokens=4000", "model.policy.max_prompt_tokens"),
+        ("eval.num_episodes=0", "eval.num_episodes"),
+        ("logging.wandb_mode=sometimes", "logging.wandb_mode"),
+    ],
+)
+def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        compose_run("bc_20q", [override])

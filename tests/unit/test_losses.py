@@ -1,0 +1,320 @@
+"""Pure losses against hand-computed numbers; the arithmetic is written next to each expectation."""
+
+import math
+
+import pytest
+import torch
+
+from archer.algorithms import losses
+
+T = torch.tensor
+
+
+def _leaf(values):
+    return torch.tensor(values, dtype=torch.float32, requires_grad=True)
+
+
+def _close(actual, expected):
+    torch.testing.assert_close(actual, torch.as_tensor(expected, dtype=actual.dtype), rtol=1e-5, atol=1e-6)
+
+
+# --- TD targets and the ArCHer critic -------------------------------------------------------------------------
+
+
+def test_td_q_targets_hand_computed():
+    # r = -1, gamma = 0.9, Vbar(s') = 2.
+    # not terminated: -1 + 0.9 * 1 * 2 = 0.8;  terminated: -1 + 0.9 * 0 * 2 = -1.
+    y = losses.td_q_targets(T([-1.0, -1.0]), T([0.0, 1.0]), T([2.0, 2.0]), gamma=0.9)
+    _close(y, [0.8, -1.0])
+    # Boolean flags work the same.
+    _close(losses.td_q_targets(T([-1.0, -1.0]), T([False, True]), T([2.0, 2.0]), gamma=0.9), [0.8, -1.0])
+
+
+def test_td_q_targets_follow_the_reward():
+    # A critic loss that forgot the reward (a known peer bug) would give the same target for r = -1 and r = 0.
+    # r = 0: 0 + 0.9 * 2 = 1.8, one more than the 0.8 of r = -1.
+    y_minus = losses.td_q_targets(T([-1.0]), T([0.0]), T([2.0]), gamma=0.9)
+    y_zero = losses.td_q_targets(T([0.0]), T([0.0]), T([2.0]), gamma=0.9)
+    _close(y_zero - y_minus, [1.0])
+
+
+def test_td_q_targets_are_detached_and_shape_checked():
+    next_v = _leaf([2.0])
+    assert not losses.td_q_targets(T([0.0]), T([0.0]), next_v, gamma=0.9).requires_grad
+    with pytest.raises(ValueError):
+        losses.td_q_targets(T([0.0, 1.0]), T([0.0, 0.0]), T([[2.0], [2.0]]), gamma=0.9)
+
+
+def test_archer_critic_loss_hand_computed():
+    q1, q2, v1, v2 = _leaf([1.0, 2.0]), _leaf([0.0, 0.0]), _leaf([3.0, 1.0]), _leaf([0.5, 0.5])
+    yq1, yq2, yv1, yv2 = _leaf([0.0, 0.0]), _leaf([1.0, 1.0]), _leaf([1.0, 1.0]), _leaf([0.5, 1.5])
+    loss, parts = losses.archer_critic_loss(q1, q2, v1, v2, yq1, yq2, yv1, yv2)
+    # q1: ((1-0)^2 + (2-0)^2) / 2 = 2.5
+    # q2: ((0-1)^2 + (0-1)^2) / 2 = 1.0
+    # v1: ((3-1)^2 + (1-1)^2) / 2 = 2.0
+    # v2: ((0.5-0.5)^2 + (0.5-1.5)^2) / 2 = 0.5
+    # total 2.5 + 1 + 2 + 0.5 = 6.0
+    _close(parts["q1_loss"], 2.5)
+    _close(parts["q2_loss"], 1.0)
+    _close(parts["v1_loss"], 2.0)
+    _close(parts["v2_loss"], 0.5)
+    _close(loss, 6.0)
+
+    loss.backward()
+    # d/dq1 of mean((q1 - y)^2) = 2 (q1 - y) / B = [2*1/2, 2*2/2] = [1, 2].
+    _close(q1.grad, [1.0, 2.0])
+    # No gradient reaches the targets.
+    for target in (yq1, yq2, yv1, yv2):
+        assert target.grad is None
+
+
+def test_archer_critic_loss_uses_each_heads_own_target():
+    # No min across heads: changing Q2's target must leave Q1's loss alone.
+    q, y = T([1.0]), T([0.0])
+    _, parts_a = losses.archer_critic_loss(q, q, q, q, y, T([5.0]), y, y)
+    _, parts_b = losses.archer_critic_loss(q, q, q, q, y, T([-5.0]), y, y)
+    _close(parts_a["q1_loss"], parts_b["q1_loss"])
+    # (1 - 5)^2 = 16 against (1 + 5)^2 = 36.
+    _close(parts_a["q2_loss"], 16.0)
+    _close(parts_b["q2_loss"], 36.0)
+
+
+def test_archer_critic_loss_rejects_broadcasting_shapes():
+    with pytest.raises(ValueError):
+        losses.archer_critic_loss(*(T([[1.0], [2.0]]),) + (T([1.0, 2.0]),) * 7)
+
+
+# --- Expectile / IQL --------------------------------------------------------------------------------------------
+
+
+def test_expectile_loss_hand_computed():
+    # diff = target - prediction. tau = 0.9:
+    # diff = 2  -> weight 0.9 -> 0.9 * 4 = 3.6
+    # diff = -2 -> weight 0.1 -> 0.1 * 4 = 0.4
+    # mean (3.6 + 0.4) / 2 = 2.0
+    _close(losses.expectile_loss(T([2.0, -2.0]), 0.9), 2.0)
+    _close(losses.expectile_loss(T([2.0]), 0.9), 3.6)
+    _close(losses.expectile_loss(T([-2.0]), 0.9), 0.4)
+    # tau = 0.5 is half the squared error: 0.5 * (4 + 1) / 2 = 1.25.
+    _close(losses.expectile_loss(T([2.0, -1.0]), 0.5), 1.25)
+
+
+def test_iql_value_loss_fits_the_upper_expectile():
+    # Targets {0, 1} with equal weight. The tau-expectile v solves tau (1 - v) = (1 - tau) (v - 0); for tau = 0.9,
+    # 0.9 - 0.9 v = 0.1 v, so v = 0.9 (the reference's first commit, with the sign reversed, would give 0.1).
+    v = _leaf([0.9, 0.9])
+    loss, _ = losses.iql_value_loss(v, v, T([0.0, 1.0]), T([0.0, 1.0]), expectile=0.9)
+    loss.backward()
+    # Gradient per head: [2 * 0.1 * 0.9 - 2 * 0.9 * 0.1] / 2 = 0, at each of the two elements summed over heads.
+    _close(v.grad.sum(), 0.0)
+
+
+def test_iql_value_loss_hand_computed():
+    # V1 = 0 below its target 1: diff = 1  -> 0.9 * 1 = 0.9
+    # V2 = 2 above its target 1: diff = -1 -> 0.1 * 1 = 0.1
+    # total 1.0
+    q1_target = _leaf([1.0])
+    loss, parts = losses.iql_value_loss(_leaf([0.0]), _leaf([2.0]), q1_target, T([1.0]), expectile=0.9)
+    _close(parts["v1_loss"], 0.9)
+    _close(parts["v2_loss"], 0.1)
+    _close(loss, 1.0)
+    loss.backward()
+    assert q1_target.grad is None
+
+
+def test_iql_critic_loss_with_half_expectile_is_q_mse_plus_half_v_mse():
+    q1, q2, v1, v2 = T([1.0, 2.0]), T([0.0, 0.0]), T([3.0, 1.0]), T([0.5, 0.5])
+    yq1, yq2, yv1, yv2 = T([0.0, 0.0]), T([1.0, 1.0]), T([1.0, 1.0]), T([0.5, 1.5])
+    loss, parts = losses.iql_critic_loss(q1, q2, v1, v2, yq1, yq2, yv1, yv2, expectile=0.5)
+    # Same numbers as the ArCHer test: Q parts 2.5 + 1.0, V parts halved: 2.0 / 2 + 0.5 / 2 = 1.25; total 4.75.
+    _close(parts["q1_loss"], 2.5)
+    _close(parts["v1_loss"], 1.0)
+    _close(loss, 4.75)
+
+
+# --- Advantage and policy losses --------------------------------------------------------------------------------
+
+
+def test_utterance_advantage_uses_min_of_heads():
+    # min(Q1, Q2) = [min(1, 3), min(5, 2)] = [1, 2];  min(V1, V2) = [min(0, 1), min(4, 1)] = [0, 1];  A = [1, 1].
+    adv = losses.utterance_advantage(T([1.0, 5.0]), T([3.0, 2.0]), T([0.0, 4.0]), T([1.0, 1.0]))
+    _close(adv, [1.0, 1.0])
+
+
+def test_reinforce_loss_value_and_gradient():
+    adv, logp = _leaf([2.0, -1.0]), _leaf([-1.0, -3.0])
+    loss = losses.reinforce_loss(adv, logp)
+    # -mean(2 * -1, -1 * -3) = -mean(-2, 3) = -0.5
+    _close(loss, -0.5)
+    loss.backward()
+    # d loss / d logp_b = -A_b / B = [-2/2, 1/2] = [-1, 0.5].
+    _close(logp.grad, [-1.0, 0.5])
+    assert adv.grad is None
+
+
+def test_awr_weights_clip_at_max_weight():
+    adv, logp = T([0.0, math.log(2.0), 10.0]), _leaf([-1.0, -1.0, -2.0])
+    loss, weights = losses.awr_loss(adv, logp, inv_temp=1.0, max_weight=5.0)
+    # exp(0) = 1, exp(ln 2) = 2, exp(10) ~ 22026 clipped to 5.
+    _close(weights, [1.0, 2.0, 5.0])
+    # -mean(1 * -1 + 2 * -1 + 5 * -2) = -(-13 / 3) = 13/3
+    _close(loss, 13.0 / 3.0)
+    loss.backward()
+    # d/dlogp = -w / B = [-1/3, -2/3, -5/3].
+    _close(logp.grad, [-1.0 / 3.0, -2.0 / 3.0, -5.0 / 3.0])
+    # beta = 2 doubles the exponent: exp(2 ln 2) = 4. No clip (the reference) leaves exp(10).
+    _, w_beta = losses.awr_loss(T([math.log(2.0)]), T([0.0]), inv_temp=2.0, max_weight=100.0)
+    _close(w_beta, [4.0])
+    _, w_raw = losses.awr_loss(T([10.0]), T([0.0]), inv_temp=1.0, max_weight=None)
+    _close(w_raw, [math.exp(10.0)])
+
+
+def test_bc_loss_sum_versus_token_mean():
+    # Row 0: two tokens -1, -2 (sum -3). Row 1: one token -3 then padding holding -inf.
+    logp = _leaf([[-1.0, -2.0], [-3.0, float("-inf")]])
+    mask = T([[1, 1], [1, 0]])
+    # Sum per utterance, mean over batch: -(-3 + -3) / 2 = 3.
+    loss = losses.bc_loss(logp, mask)
+    _close(loss, 3.0)
+    # Token mean: -(-1 - 2 - 3) / 3 = 2.
+    _close(losses.bc_loss(logp, mask, per_token=True), 2.0)
+    loss.backward()
+    # -m / B per token; the padded -inf gets zero gradient, not NaN.
+    _close(logp.grad, [[-0.5, -0.5], [-0.5, 0.0]])
+
+
+def test_token_baseline_losses_hand_computed():
+    adv = _leaf([1.0, 2.0])
+    values = _leaf([[0.5, 2.0, 9.0], [1.0, 1.0, 1.0]])
+    logp = _leaf([[-1.0, -2.0, -5.0], [-1.0, -4.0, -4.0]])
+    mask = T([[1, 1, 0], [1, 0, 0]])
+    pg_loss, value_loss = losses.token_baseline_losses(adv, values, logp, mask)
+    # Residuals A - b on real tokens: row 0: 1 - 0.5 = 0.5, 1 - 2 = -1; row 1: 2 - 1 = 1.
+    # L_V = (0.25 + 1 + 1) / 3 = 0.75
+    _close(value_loss, 0.75)
+    # L_PG row 0: -(0.5 * -1 + -1 * -2) = -(-0.5 + 2) = -1.5;  row 1: -(1 * -1) = 1;  mean (-1.5 + 1) / 2 = -0.25
+    _close(pg_loss, -0.25)
+
+    pg_loss.backward(retain_graph=True)
+    # The PG loss trains only the policy: d/dlogp = -(A - b) m / B; the values and A get nothing.
+    _close(logp.grad, [[-0.25, 0.5, 0.0], [-0.5, 0.0, 0.0]])
+    assert values.grad is None and adv.grad is None
+    value_loss.backward()
+    # d L_V / d b = -2 (A - b) m / 3: row 0 [-1/3, 2/3, 0], row 1 [-2/3, 0, 0].
+    _close(values.grad, [[-1.0 / 3.0, 2.0 / 3.0, 0.0], [-2.0 / 3.0, 0.0, 0.0]])
+    assert adv.grad is None
+
+
+def test_ppo_clip_loss_hand_computed():
+    eps = 0.2
+    old = T([[0.0, 0.0, 0.0]])
+    logp = _leaf([[math.log(1.5), math.log(0.5), math.log(1.1)]])
+    adv = T([[1.0, 1.0, -1.0]])
+    mask = T([[1, 1, 1]])
+    loss, clip_fraction = losses.ppo_clip_loss(logp, old, adv, mask, eps)
+    # token 0: rho 1.5, A  1: max(-1.5, -1.2) = -1.2 (clipped)
+    # token 1: rho 0.5, A  1: max(-0.5, -0.8) = -0.5 (unclipped; pessimistic side)
+    # token 2: rho 1.1, A -1: max(1.1, 1.1)   =  1.1
+    # mean (-1.2 - 0.5 + 1.1) / 3 = -0.2;  |rho - 1| > 0.2 for tokens 0 and 1: clip fraction 2/3.
+    _close(loss, -0.2)
+    _close(clip_fraction, 2.0 / 3.0)
+    loss.backward()
+    # d/dlogp = d/dlogp(-A rho) / 3 = -A rho / 3 where unclipped, 0 where the clipped branch is active:
+    # [0, -0.5/3, 1.1/3].
+    _close(logp.grad, [[0.0, -0.5 / 3.0, 1.1 / 3.0]])
+
+    # Masking token 2 out: (-1.2 - 0.5) / 2 = -0.85, both remaining tokens beyond the clip range.
+    loss_masked, frac_masked = losses.ppo_clip_loss(logp, old, adv, T([[1, 1, 0]]), eps)
+    _close(loss_masked, -0.85)
+    _close(frac_masked, 1.0)
+
+
+def test_ppo_clip_loss_broadcasts_utterance_advantages():
+    logp, old, mask = T([[0.1, -0.3]]), T([[0.0, 0.0]]), T([[1, 1]])
+    per_token, _ = losses.ppo_clip_loss(logp, old, T([[2.0, 2.0]]), mask, 0.2)
+    broadcast, _ = losses.ppo_clip_loss(logp, old, T([2.0]), mask, 0.2)
+    _close(broadcast, per_token)
+
+
+# --- GAE ----------------------------------------------------------------------------------------------------------
+
+REWARDS = T([1.0, 0.0, 2.0])
+VALUES = T([0.5, 1.0, 1.5, 3.0])
+DONES = T([0.0, 0.0, 1.0])
+
+
+def test_gae_lambda_zero_is_one_step_td_error():
+    adv, returns = losses.gae(REWARDS, VALUES, DONES, gamma=0.9, lam=0.0)
+    # delta_0 = 1 + 0.9 * 1.0 - 0.5 = 1.4
+    # delta_1 = 0 + 0.9 * 1.5 - 1.0 = 0.35
+    # delta_2 = 2 + 0.9 * 0 * 3.0 - 1.5 = 0.5  (done: V_3 = 3 is not used)
+    _close(adv, [1.4, 0.35, 0.5])
+    # returns = A + V = [1.9, 1.35, 2.0]
+    _close(returns, [1.9, 1.35, 2.0])
+
+
+def test_gae_lambda_one_is_mc_return_minus_value():
+    adv, returns = losses.gae(REWARDS, VALUES, DONES, gamma=0.9, lam=1.0)
+    # G_2 = 2;  G_1 = 0 + 0.9 * 2 = 1.8;  G_0 = 1 + 0.9 * 1.8 = 2.62
+    # A = G - V = [2.62 - 0.5, 1.8 - 1.0, 2 - 1.5] = [2.12, 0.8, 0.5]
+    _close(returns, [2.62, 1.8, 2.0])
+    _close(adv, [2.12, 0.8, 0.5])
+
+
+def test_gae_intermediate_lambda_and_bootstrap():
+    adv, _ = losses.gae(REWARDS, VALUES, DONES, gamma=0.9, lam=0.5)
+    # gamma * lam = 0.45
+    # A_2 = 0.5;  A_1 = 0.35 + 0.45 * 0.5 = 0.575;  A_0 = 1.4 + 0.45 * 0.575 = 1.65875
+    _close(adv, [1.65875, 0.575, 0.5])
+    # Not done at the end: bootstrap from V_3 = 3. lam = 1:
+    # G_2 = 2 + 0.9 * 3 = 4.7;  G_1 = 0.9 * 4.7 = 4.23;  G_0 = 1 + 0.9 * 4.23 = 4.807
+    _, returns = losses.gae(REWARDS, VALUES, T([0.0, 0.0, 0.0]), gamma=0.9, lam=1.0)
+    _close(returns, [4.807, 4.23, 4.7])
+
+
+def test_gae_batched_matches_rows():
+    rewards = torch.stack([REWARDS, T([0.0, 1.0, 0.0])])
+    values = torch.stack([VALUES, T([1.0, 0.0, 2.0, 1.0])])
+    dones = torch.stack([DONES, T([1.0, 0.0, 0.0])])
+    adv, _ = losses.gae(rewards, values, dones, gamma=0.9, lam=0.7)
+    for row in range(2):
+        row_adv, _ = losses.gae(rewards[row], values[row], dones[row], gamma=0.9, lam=0.7)
+        _close(adv[row], row_adv)
+
+
+# --- KL terms ---------------------------------------------------------------------------------------------------
+
+
+def test_kl_penalty_masked_mean():
+    # Real tokens: -1 - (-1.5) = 0.5 and -2 - (-1) = -1; mean -0.25. The padded position is ignored.
+    kl = losses.kl_penalty(T([[-1.0, -2.0, -9.0]]), T([[-1.5, -1.0, 0.0]]), T([[1, 1, 0]]))
+    _close(kl, -0.25)
+
+
+def test_iql_kl_reinforce_loss_hand_computed():
+    adv, logp, ref = T([2.0]), _leaf([-1.0]), T([-3.0])
+    loss = losses.iql_kl_reinforce_loss(adv, logp, ref, kl_coeff=0.5)
+    # (1 - 0.5) * (-2 * -1) = 1;  0.5 * ((-1 + 3) + 1) * -1 = -1.5;  total -0.5
+    _close(loss, -0.5)
+    loss.backward()
+    # d/dlogp = 0.5 * -2 + 0.5 * 3 = 0.5
+    _close(logp.grad, [0.5])
+    # c = 0 is plain REINFORCE.
+    _close(
+        losses.iql_kl_reinforce_loss(T([2.0, -1.0]), T([-1.0, -3.0]), T([0.0, 0.0]), kl_coeff=0.0),
+        losses.reinforce_loss(T([2.0, -1.0]), T([-1.0, -3.0])),
+    )
+
+
+def test_iql_kl_term_is_the_score_function_gradient_of_kl():
+    # Over a 3-action categorical, weighting each action's loss by pi(a) gives the exact expectation of the
+    # sampled gradient; with A = 0 and c = 1 it must equal the analytic gradient of KL(pi || pi_ref).
+    logits = _leaf([0.2, -0.5, 1.0])
+    ref = torch.log_softmax(T([0.0, 0.3, -0.2]), dim=0)
+    logp = torch.log_softmax(logits, dim=0)
+    per_action = torch.stack(
+        [losses.iql_kl_reinforce_loss(T([0.0]), logp[a : a + 1], ref[a : a + 1], kl_coeff=1.0) for a in range(3)]
+    )
+    (expected_grad,) = torch.autograd.grad((logp.exp().detach() * per_action).sum(), logits, retain_graph=True)
+    (kl_grad,) = torch.autograd.grad((logp.exp() * (logp - ref)).sum(), logits)
+    _close(expected_grad, kl_grad)
