@@ -233,6 +233,9 @@ class TwentyQuestionsEnvConfig(EnvConfig):
             _check(self.oracle_path is not None, "env.oracle_path", "the t5 oracle needs its checkpoint file")
 
 
+# (new environment configs go above this line)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Algorithms (config group ``algorithm``)
 # ---------------------------------------------------------------------------------------------------------------
@@ -379,6 +382,9 @@ class ArcherConfig(AlgorithmConfig):
         _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
 
 
+# (new algorithm configs go above this line)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Data, evaluation, logging and the run
 # ---------------------------------------------------------------------------------------------------------------
@@ -511,3 +517,4 @@ def register_configs() -> None:
     store.store(group="algorithm", name="base_archer", node=ArcherConfig)
     store.store(group="env", name="base_twenty_questions", node=TwentyQuestionsEnvConfig)
     store.store(group="model", name="base_model", node=ModelConfig)
+    # (new schemas are registered above this line)

@@ -196,7 +196,7 @@ class Trainer:
 
     # ---- the loop ----------------------------------------------------------------------------------------
 
-    def collect(self) -> dict[str, float]:
+    def collect(self, iteration: int) -> dict[str, float]:
         """Play this iteration's training games with the sampling policy and store them in the buffer."""
         trajectories = collect_trajectories(
             self.env,
@@ -205,6 +205,7 @@ class Trainer:
             progress=self.progress,
         )
         self.buffer.add_trajectories(trajectories)
+        self.algorithm.observe(trajectories, iteration)
         self.env_trajectories += len(trajectories)
         return rollout_metrics(trajectories) | {"buffer/transitions": float(len(self.buffer))}
 
@@ -221,7 +222,7 @@ class Trainer:
             metrics: dict[str, float] = {}
             if self.algorithm.online:
                 start = time.perf_counter()
-                metrics.update(self.collect())
+                metrics.update(self.collect(iteration))
                 metrics["time/rollout_s"] = time.perf_counter() - start
             start = time.perf_counter()
             metrics.update(self.algorithm.update(self.buffer, iteration, self.rng))

@@ -1,7 +1,12 @@
-"""Algorithms by name (the names of the ``algorithm`` config group)."""
+"""Algorithms by name (the names of the ``algorithm`` config group).
+
+Each entry imports its module only when chosen. Every algorithm class takes
+``(cfg, policy, accelerator, critic, progress)``; algorithms whose config says ``uses_critic`` get a critic.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 from archer.config import AlgorithmConfig
@@ -13,7 +18,12 @@ if TYPE_CHECKING:
     from archer.models.critic import DoubleCritic
     from archer.models.policy import LanguagePolicy
 
-ALGORITHM_NAMES = ("archer", "bc")
+# name -> "module:Class"
+ALGORITHMS: dict[str, str] = {
+    "bc": "archer.algorithms.bc:BCAlgorithm",
+    "archer": "archer.algorithms.archer:ArcherAlgorithm",
+    # (new algorithms are registered above this line)
+}
 
 
 def make_algorithm(
@@ -24,14 +34,10 @@ def make_algorithm(
     progress: bool = True,
 ) -> Algorithm:
     """Build the algorithm ``cfg.name`` names; algorithms with ``cfg.uses_critic`` need ``critic``."""
+    if cfg.name not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {cfg.name!r}; choose one of {', '.join(sorted(ALGORITHMS))}")
     if cfg.uses_critic and critic is None:
         raise ValueError(f"algorithm {cfg.name!r} needs a critic")
-    if cfg.name == "bc":
-        from archer.algorithms.bc import BCAlgorithm
-
-        return BCAlgorithm(cfg, policy, accelerator, progress=progress)  # type: ignore[arg-type]
-    if cfg.name == "archer":
-        from archer.algorithms.archer import ArcherAlgorithm
-
-        return ArcherAlgorithm(cfg, policy, critic, accelerator, progress=progress)  # type: ignore[arg-type]
-    raise ValueError(f"unknown algorithm {cfg.name!r}; choose one of {', '.join(ALGORITHM_NAMES)}")
+    module_name, class_name = ALGORITHMS[cfg.name].split(":")
+    algorithm_class = getattr(importlib.import_module(module_name), class_name)
+    return algorithm_class(cfg, policy, accelerator, critic=critic, progress=progress)

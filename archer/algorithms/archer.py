@@ -53,8 +53,8 @@ class ArcherAlgorithm(Algorithm):
     Args:
         cfg: schedule and hyperparameters.
         policy: the language policy (trained after warm-up).
-        critic: the online utterance critic; its target copy is made here.
         accelerator: device placement and backward.
+        critic: the online utterance critic; its target copy is made here.
         progress: show progress bars for the phases.
     """
 
@@ -64,10 +64,12 @@ class ArcherAlgorithm(Algorithm):
         self,
         cfg: ArcherConfig,
         policy: LanguagePolicy,
-        critic: DoubleCritic,
         accelerator: Accelerator,
+        critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:
+        if critic is None:
+            raise ValueError("ArCHer needs a critic")
         super().__init__(cfg, policy, accelerator)
         self.cfg: ArcherConfig = cfg
         self.critic = critic

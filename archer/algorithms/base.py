@@ -13,6 +13,7 @@ from accelerate import Accelerator
 
 from archer.config import AlgorithmConfig
 from archer.data.replay_buffer import ReplayBuffer
+from archer.data.trajectory import Trajectory
 from archer.models.policy import LanguagePolicy
 
 T = TypeVar("T")
@@ -79,6 +80,9 @@ class Algorithm(ABC):
     def act(self, observations: list[str], greedy: bool) -> list[str]:
         """The actions sent to the environment for ``observations``."""
         return self.policy.generate(observations, greedy=greedy).texts
+
+    def observe(self, trajectories: list[Trajectory], iteration: int) -> None:  # noqa: B027 - optional hook
+        """Called with each iteration's new games after they enter the buffer (filtered BC keeps its own window)."""
 
     @abstractmethod
     def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:

@@ -19,13 +19,21 @@ from archer.algorithms.base import Algorithm, check_finite, chunks, clip_and_ste
 from archer.algorithms.losses import bc_loss
 from archer.config import BCConfig
 from archer.data.replay_buffer import ReplayBuffer
+from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
 
 
 class BCAlgorithm(Algorithm):
     """Maximum likelihood on the buffer's (observation, action) pairs."""
 
-    def __init__(self, cfg: BCConfig, policy: LanguagePolicy, accelerator: Accelerator, progress: bool = True) -> None:
+    def __init__(
+        self,
+        cfg: BCConfig,
+        policy: LanguagePolicy,
+        accelerator: Accelerator,
+        critic: DoubleCritic | None = None,
+        progress: bool = True,
+    ) -> None:
         super().__init__(cfg, policy, accelerator)
         self.cfg: BCConfig = cfg
         self.progress = progress

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from archer.data.scripted_questioners import Questioner, make_questioner, play_game
+from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
 from archer.envs.twenty_questions import INITIAL_OBSERVATION
 from archer.envs.twenty_questions_words import WORDS, Word
@@ -290,3 +291,16 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def conversation_to_trajectory(conversation: Conversation) -> Trajectory:
+    """One conversation as a trajectory: won games are terminated, the others cut by the turn limit."""
+    transitions = conversation_to_transitions(conversation)
+    return Trajectory(
+        observations=[t.observation for t in transitions] + [transitions[-1].next_observation],
+        actions=[t.action for t in transitions],
+        rewards=[t.reward for t in transitions],
+        terminated=conversation.correct,
+        truncated=not conversation.correct,
+        info={"success": conversation.correct, "word": conversation.word[0]},
+    )

@@ -1,4 +1,4 @@
-"""Environments by name. Builders import their environment lazily, so optional extras are only needed when used."""
+"""Environments and their oracles by name. Builders import lazily, so optional extras are only needed when used."""
 
 from __future__ import annotations
 
@@ -8,37 +8,33 @@ from archer.config import EnvConfig, TwentyQuestionsEnvConfig
 from archer.envs.base import BatchedTextEnv, StepResult
 from archer.envs.oracles import Oracle
 
-__all__ = ["ENV_BUILDERS", "BatchedTextEnv", "StepResult", "make_env", "make_oracle"]
+__all__ = ["ENV_BUILDERS", "ORACLE_BUILDERS", "BatchedTextEnv", "StepResult", "make_env", "make_oracle"]
 
 
-def make_oracle(cfg: EnvConfig) -> Oracle:
-    """The oracle an environment config asks for."""
-    if not isinstance(cfg, TwentyQuestionsEnvConfig):
-        raise ValueError(f"environment {cfg.name!r} has no oracle")
+def _twenty_questions_oracle(cfg: EnvConfig) -> Oracle:
+    assert isinstance(cfg, TwentyQuestionsEnvConfig)
     if cfg.oracle == "knowledge_base":
         from archer.envs.knowledge_oracle import KnowledgeBaseOracle
 
         return KnowledgeBaseOracle()
-    if cfg.oracle == "t5":
-        from archer.envs.t5_oracle import Seq2SeqOracle
+    from archer.envs.t5_oracle import Seq2SeqOracle
 
-        return Seq2SeqOracle(
-            checkpoint_path=cfg.oracle_path,
-            base_model=cfg.oracle_base_model,
-            max_new_tokens=16,
-            normalisation=cfg.answer_normalisation,
-        )
-    raise ValueError(f"unknown oracle {cfg.oracle!r}; choose 'knowledge_base' or 't5'")
+    return Seq2SeqOracle(
+        checkpoint_path=cfg.oracle_path,
+        base_model=cfg.oracle_base_model,
+        max_new_tokens=16,
+        normalisation=cfg.answer_normalisation,
+    )
 
 
-def _build_twenty_questions(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+def _twenty_questions(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
     from archer.envs.twenty_questions import TwentyQuestionsEnv
     from archer.envs.twenty_questions_words import word_list
 
     assert isinstance(cfg, TwentyQuestionsEnvConfig)
     return TwentyQuestionsEnv(
         words=word_list(cfg.words),
-        oracle=oracle if oracle is not None else make_oracle(cfg),
+        oracle=oracle if oracle is not None else _twenty_questions_oracle(cfg),
         batch_size=cfg.batch_size,
         max_turns=cfg.max_turns,
         success_check=cfg.success_check,
@@ -46,9 +42,23 @@ def _build_twenty_questions(cfg: EnvConfig, seed: int | None, oracle: Oracle | N
     )
 
 
+# env name -> builder(cfg, seed, shared oracle or None)
 ENV_BUILDERS: dict[str, Callable[[EnvConfig, int | None, Oracle | None], BatchedTextEnv]] = {
-    "twenty_questions": _build_twenty_questions,
+    "twenty_questions": _twenty_questions,
+    # (new environments are registered above this line)
 }
+
+# env name -> oracle builder, for environments with an oracle (shared by the training and evaluation envs)
+ORACLE_BUILDERS: dict[str, Callable[[EnvConfig], Oracle]] = {
+    "twenty_questions": _twenty_questions_oracle,
+    # (new oracles are registered above this line)
+}
+
+
+def make_oracle(cfg: EnvConfig) -> Oracle | None:
+    """The oracle of ``cfg``'s environment, or None for environments without one."""
+    builder = ORACLE_BUILDERS.get(cfg.name)
+    return builder(cfg) if builder is not None else None
 
 
 def make_env(cfg: EnvConfig, seed: int | None = None, oracle: Oracle | None = None) -> BatchedTextEnv:

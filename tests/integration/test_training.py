@@ -130,7 +130,7 @@ def test_archer_two_iterations_train_every_network(tmp_path: Path) -> None:
 def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
     algorithm = trainer.algorithm
-    trainer.collect()
+    trainer.collect(1)
     rng = trainer.rng
 
     policy_before, critic_before = snapshot(trainer.policy.model), snapshot(algorithm.critic)
