@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
     """Build and validate the typed config; errors name the offending key and how to fix it."""
+    missing = sorted(key for key in OmegaConf.missing_keys(cfg) if not key.startswith("hydra"))
+    if missing:
+        raise ConfigError(f"{', '.join(missing)}: required, set it on the command line (e.g. {missing[0]}=...)")
     try:
         run_cfg = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as error:
@@ -33,10 +36,12 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
 
 def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:
     """Validate ``cfg``, print it, and train in ``run_dir`` (or the config's ``run_dir``)."""
-    from archer.trainer import train
+    from archer.trainer import evaluate_saved_policy, train
 
     run_cfg = to_run_config(cfg)
     folder = Path(run_cfg.run_dir or run_dir or ".")
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
     log.info("run folder: %s", folder.resolve())
+    if run_cfg.mode == "evaluate":
+        return evaluate_saved_policy(run_cfg, folder)
     return train(run_cfg, folder)

@@ -382,6 +382,131 @@ class ArcherConfig(AlgorithmConfig):
         _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
 
 
+@dataclass
+class OfflineFilteredBCConfig(BCConfig):
+    """Offline filtered behaviour cloning (ARCHER_SPEC.md 1.6): BC on the dataset's best episodes by return.
+
+    Defaults follow OfflineArcher's ``FilteredBehaviouralCloning`` script: Adam at 1e-4 on batches of 32 with 4
+    accumulated (128 per step), ``filter=0.1``.
+
+    Attributes:
+        filter_fraction: share of the dataset's episodes kept, ranked by undiscounted return: exactly
+            ``max(1, int(filter_fraction * N))`` of the N episodes (ties keep dataset order), so ties at the
+            cutoff never admit extra episodes.
+    """
+
+    name: str = "offline_filtered_bc"
+    batch_size: int = 128
+    actor_micro_batch_size: int = 32
+    actor_lr: float = 1e-4
+    filter_fraction: float = 0.1
+
+    def validate(self) -> None:
+        super().validate()
+        _check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
+
+
+@dataclass
+class OfflineCriticConfig(AlgorithmConfig):
+    """Fields shared by the offline algorithms that train the utterance critic with IQL (ARCHER_SPEC.md 1.5, 1.7).
+
+    Every gradient step draws one batch from the dataset and does one critic step then one actor step on it.
+    Defaults are OfflineArcher's (its value in brackets where ours differs).
+
+    Attributes:
+        num_iterations: iterations; evaluation (``eval.every_iters``) and checkpoints happen between them.
+        steps_per_iter: gradient steps per iteration (the reference validated every 250 batches of 32, about 63
+            steps of 128).
+        batch_size: transitions per gradient step, drawn uniformly with replacement (the reference: 4 accumulated
+            batches of 32 from a shuffled pass over the transitions).
+        critic_micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
+        actor_micro_batch_size: rows per policy forward/backward.
+        critic_lr: critic Adam learning rate (1e-5).
+        actor_lr: policy Adam learning rate (1e-4).
+        max_grad_norm: each network clips its own gradient to this norm (the reference did not clip).
+        gamma: discount (0.99).
+        tau: Polyak rate of the target critic after every critic step (0.05).
+        critic_expectile: expectile of the V regression toward the target Q at the dataset action (0.9).
+        critic_warmup_steps: gradient steps, counted over the whole run, that train the critic only (0).
+        bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the references treat them as
+            terminal: false).
+    """
+
+    num_iterations: int = 1000
+    steps_per_iter: int = 100
+    batch_size: int = 128
+    critic_micro_batch_size: int = 32
+    actor_micro_batch_size: int = 32
+    critic_lr: float = 1e-5
+    actor_lr: float = 1e-4
+    gamma: float = 0.99
+    tau: float = 0.05
+    critic_expectile: float = 0.9
+    critic_warmup_steps: int = 0
+    bootstrap_on_truncation: bool = False
+
+    @property
+    def uses_critic(self) -> bool:
+        return True
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("steps_per_iter", "batch_size", "critic_micro_batch_size"):
+            _check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+        _check(self.critic_lr > 0, "algorithm.critic_lr", "must be positive")
+        _check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
+        _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
+        _check(0 < self.critic_expectile < 1, "algorithm.critic_expectile", "must be in (0, 1); 0.5 is plain MSE / 2")
+        _check(self.critic_warmup_steps >= 0, "algorithm.critic_warmup_steps", "must be >= 0")
+        total = self.num_iterations * self.steps_per_iter
+        _check(
+            self.critic_warmup_steps < total,
+            "algorithm.critic_warmup_steps",
+            f"must be below num_iterations * steps_per_iter = {total}, or the policy is never trained",
+        )
+
+
+@dataclass
+class OfflineArcherConfig(OfflineCriticConfig):
+    """Offline ArCHer (ARCHER_SPEC.md 1.5): IQL critic and an advantage-weighted (AWR) actor on dataset actions.
+
+    Attributes:
+        inv_temp: beta of the AWR weight ``exp(beta * A)`` (1.0).
+        max_weight: the AWR weight is clipped to this value, as in IQL; ``null`` leaves it unclipped as
+            OfflineArcher did (a few large advantages then dominate the batch).
+    """
+
+    name: str = "offline_archer"
+    inv_temp: float = 1.0
+    max_weight: float | None = 100.0
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.inv_temp >= 0, "algorithm.inv_temp", "must be >= 0 (0 gives plain BC weights)")
+        _check(self.max_weight is None or self.max_weight > 0, "algorithm.max_weight", "must be > 0 or null")
+
+
+@dataclass
+class IQLReinforceConfig(OfflineCriticConfig):
+    """IQL + REINFORCE with an optional KL to a reference policy (ARCHER_SPEC.md 1.7, OfflineArcher ``IQLKL``).
+
+    Attributes:
+        kl_coeff: c in ``(1 - c) * REINFORCE + c * KL(pi || pi_ref)``; 0 is the paper's plain IQL + REINFORCE and
+            builds no reference policy. The reference policy is a frozen copy of the starting policy
+            (``model.policy``, e.g. a BC run's ``policy/`` folder).
+        generation_batch_size: prompts per ``generate`` call when sampling the actor's actions.
+    """
+
+    name: str = "iql_reinforce"
+    kl_coeff: float = 0.0
+    generation_batch_size: int = 128
+
+    def validate(self) -> None:
+        super().validate()
+        _check(0 <= self.kl_coeff <= 1, "algorithm.kl_coeff", "must be in [0, 1] (0 = no KL term)")
+        _check(self.generation_batch_size > 0, "algorithm.generation_batch_size", "must be positive")
+
+
 # (new algorithm configs go above this line)
 
 
@@ -460,6 +585,8 @@ class RunConfig:
     Attributes:
         algorithm: the algorithm and its schedule (config group ``algorithm``).
         env: the environment (config group ``env``).
+        mode: ``train``, or ``evaluate``: play the evaluation games greedily with ``model.policy`` (e.g. a saved
+            ``policy/`` folder) and write ``eval_results.json`` to the run folder; the algorithm is not used.
         model: policy and critic (config group ``model``).
         data: the offline dataset (offline algorithms).
         eval: evaluation schedule.
@@ -478,6 +605,7 @@ class RunConfig:
 
     algorithm: AlgorithmConfig = MISSING
     env: EnvConfig = MISSING
+    mode: str = "train"
     model: ModelConfig = field(default_factory=ModelConfig)
     data: OfflineDataConfig = field(default_factory=OfflineDataConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -494,6 +622,7 @@ class RunConfig:
         self.validate()
 
     def validate(self) -> None:
+        _check_choice(self.mode, "mode", ("train", "evaluate"))
         self.algorithm.validate()
         self.env.validate()
         self.model.validate()
@@ -517,4 +646,7 @@ def register_configs() -> None:
     store.store(group="algorithm", name="base_archer", node=ArcherConfig)
     store.store(group="env", name="base_twenty_questions", node=TwentyQuestionsEnvConfig)
     store.store(group="model", name="base_model", node=ModelConfig)
+    store.store(group="algorithm", name="base_offline_archer", node=OfflineArcherConfig)
+    store.store(group="algorithm", name="base_offline_filtered_bc", node=OfflineFilteredBCConfig)
+    store.store(group="algorithm", name="base_iql_reinforce", node=IQLReinforceConfig)
     # (new schemas are registered above this line)

@@ -47,6 +47,7 @@ from archer.utils import atomic_write_json, atomic_write_text, resolve_cache_dir
 log = logging.getLogger(__name__)
 
 POLICY_FOLDER = "policy"
+CRITIC_ENCODER_FOLDER = "critic_encoder"
 PRETRAIN_DONE = "PRETRAINED"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
 # be extended by raising num_iterations).
@@ -96,6 +97,7 @@ class Trainer:
             cfg.algorithm, self.policy, self.accelerator, critic=critic, progress=self.progress
         )
         self.env_trajectories = 0
+        self._last_save_seconds = 0.0  # logged with the next iteration (the save follows the metrics record)
 
         # 3. Data: the offline dataset, or an empty replay buffer that rollouts fill.
         self.buffer = self._build_buffer()
@@ -180,6 +182,9 @@ class Trainer:
             state["buffer"] = self.buffer.state_dict()
         save_checkpoint(self.run_dir, state)
         save_policy(self.policy.model, self.policy.tokenizer, self.run_dir / POLICY_FOLDER)
+        critic = getattr(self.algorithm, "critic", None)
+        if critic is not None:
+            save_policy(critic.encoder.encoder, critic.encoder.tokenizer, self.run_dir / CRITIC_ENCODER_FOLDER)
 
     def _resume(self) -> None:
         state = load_checkpoint(self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint)
@@ -235,13 +240,16 @@ class Trainer:
                 metrics.update(self.evaluate().metrics())
                 metrics["time/eval_s"] = time.perf_counter() - start
 
+            # Metrics first, checkpoint second: a run killed in between resumes from the previous checkpoint and
+            # drops this iteration's record (Tracker.truncate_after), so no iteration is ever recorded twice.
+            metrics["time/checkpoint_s"] = self._last_save_seconds
+            self.tracker.log(metrics, iteration=iteration)
+            self.tracker.plot(x_key="env/trajectories" if self.algorithm.online else "iteration")
+            log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, _format(metrics))
             if iteration % cfg.save_every_iters == 0 or is_last:
                 start = time.perf_counter()
                 self.save(iteration)
-                metrics["time/checkpoint_s"] = time.perf_counter() - start
-            self.tracker.log(metrics, iteration=iteration)
-            self.tracker.plot()
-            log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, _format(metrics))
+                self._last_save_seconds = time.perf_counter() - start
             last = metrics
         self.tracker.finish()
         return last
@@ -266,3 +274,40 @@ def _format(metrics: dict[str, float]) -> str:
 def train(cfg: RunConfig, run_dir: Path | None = None) -> dict[str, float]:
     """Build a ``Trainer`` for ``cfg`` and run it; returns the last iteration's metrics."""
     return Trainer(cfg, run_dir).fit()
+
+
+def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
+    """Play the evaluation games greedily with ``cfg.model.policy`` and write ``eval_results.json``.
+
+    The results hold the summary metrics, every game's return and success, and the full transcripts of the first
+    games, so a saved policy can be inspected without the project's training code.
+    """
+    run_dir = Path(run_dir).expanduser().resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.torch_threads is not None:
+        torch.set_num_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    transformers.utils.logging.disable_progress_bar()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    env = make_env(cfg.env, seed=cfg.eval.seed, oracle=make_oracle(cfg.env))
+    model, tokenizer = load_policy_model(cfg.model.policy, str(resolve_cache_dir(cfg.cache_dir)), env.corpus)
+    policy = LanguagePolicy(model.to(device), tokenizer, cfg.model.policy)
+    game_ids = evaluation_game_ids(cfg.eval, env.num_games)
+    result = evaluate(
+        env, lambda observations: policy.generate(observations, greedy=True).texts, game_ids, cfg.logging.progress_bars
+    )
+    metrics = result.metrics()
+    atomic_write_json(
+        run_dir / "eval_results.json",
+        {
+            "policy": cfg.model.policy.name_or_path,
+            "env": cfg.env.name,
+            "metrics": metrics,
+            "game_ids": game_ids,
+            "returns": result.returns,
+            "successes": result.successes,
+            "sample_games": result.sample_games,
+        },
+    )
+    log.info("evaluation of %s | %s", cfg.model.policy.name_or_path, _format(metrics))
+    return metrics

@@ -74,8 +74,10 @@ def guess_phrasings(word: Word) -> tuple[str, ...]:
     return tuple(phrasings)
 
 
-def _property_question(prop: str, rng: random.Random) -> str:
-    phrasing: Phrasing = rng.choice(PROPERTY_PHRASINGS[prop])
+def _property_question(prop: str, rng: random.Random, habitual: bool = False) -> str:
+    """A question about ``prop``: its canonical phrasing when ``habitual``, else a random one."""
+    phrasings = PROPERTY_PHRASINGS[prop]
+    phrasing: Phrasing = phrasings[0] if habitual else rng.choice(phrasings)
     return phrasing.text
 
 
@@ -128,9 +130,10 @@ class _KnowledgeQuestioner(Questioner):
         mask = self.consistent(history)
         return [word for i, word in enumerate(self.words) if mask >> i & 1]
 
-    def _guess(self, mask: int, rng: random.Random) -> str:
+    def _guess(self, mask: int, rng: random.Random, habitual: bool = False) -> str:
         indices = [i for i in range(len(self.words)) if mask >> i & 1]
-        return rng.choice(guess_phrasings(self.words[rng.choice(indices)]))
+        phrasings = guess_phrasings(self.words[rng.choice(indices)])
+        return phrasings[0] if habitual else rng.choice(phrasings)
 
 
 class RandomQuestioner(_KnowledgeQuestioner):
@@ -161,6 +164,9 @@ class GreedyQuestioner(_KnowledgeQuestioner):
         top_k: picks uniformly among the ``top_k`` best-splitting properties (1: always a best one).
         guess_threshold: guesses a random candidate once at most this many remain (1: only when sure).
         memory: only the last ``memory`` turns are remembered (None: all); forgetful players repeat themselves.
+        consistency: probability that a turn follows the player's habits: the first best-splitting property in
+            table order (instead of a random one among equals) asked in its canonical phrasing. Skilled people
+            play consistently, which is what makes their games imitable.
         words: the words it considers possible.
     """
 
@@ -170,9 +176,13 @@ class GreedyQuestioner(_KnowledgeQuestioner):
         top_k: int = 1,
         guess_threshold: int = 1,
         memory: int | None = None,
+        consistency: float = 0.0,
         words: Sequence[Word] = WORDS,
     ) -> None:
         super().__init__(words)
+        if not 0.0 <= consistency <= 1.0:
+            raise ValueError(f"consistency must lie in [0, 1], got {consistency}")
+        self.consistency = consistency
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
         if top_k < 1 or guess_threshold < 1:
@@ -198,19 +208,21 @@ class GreedyQuestioner(_KnowledgeQuestioner):
             if rng.random() < 0.5:
                 return _property_question(rng.choice(PROPERTIES), rng)
             return self._guess(mask, rng)
+        habitual = rng.random() < self.consistency
         if count <= self.guess_threshold:
-            return self._guess(mask, rng)
+            return self._guess(mask, rng, habitual)
         scored = []
-        for prop in PROPERTIES:
+        for order, prop in enumerate(PROPERTIES):
             yes = (mask & self._masks[prop]).bit_count()
             split = min(yes, count - yes)
             if split:
-                scored.append((split, rng.random(), prop))
+                # Ties are broken by table order for a habitual turn, at random otherwise.
+                scored.append((split, -order if habitual else rng.random(), prop))
         if not scored:
-            return self._guess(mask, rng)
+            return self._guess(mask, rng, habitual)
         scored.sort(reverse=True)
-        _, _, prop = rng.choice(scored[: self.top_k])
-        return _property_question(prop, rng)
+        _, _, prop = scored[0] if habitual else rng.choice(scored[: self.top_k])
+        return _property_question(prop, rng, habitual)
 
 
 def make_questioner(skill: float, words: Sequence[Word] = WORDS) -> Questioner:
@@ -231,6 +243,7 @@ def make_questioner(skill: float, words: Sequence[Word] = WORDS) -> Questioner:
         top_k=1 + round(100 * slack**2),
         guess_threshold=1 + round(3 * slack),
         memory=None if skill >= 0.8 else 2 + round(12 * skill),
+        consistency=skill,
         words=words,
     )
 

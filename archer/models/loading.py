@@ -317,7 +317,8 @@ def _merged_lora_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_policy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, folder: str) -> None:
-    """Write the policy as a plain Hugging Face folder, loadable with ``AutoModelForCausalLM`` and no project code.
+    """Write a model (the policy, or the critic's encoder) as a plain Hugging Face folder, loadable with
+    ``AutoModelForCausalLM`` / ``AutoModel`` and no project code.
 
     A LoRA model is saved with its adapters merged into the base weights (the live model is not modified), so
     the folder holds an ordinary full model. The folder is written next to its destination and renamed into

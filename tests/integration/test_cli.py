@@ -1,0 +1,81 @@
+"""The command line as users run it: ``python scripts/run.py --config-name ... key=value``, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TINY_RUN_OVERRIDES
+from tests.integration.test_training import ARCHER_TINY
+
+pytestmark = pytest.mark.integration
+
+RUN_PY = Path(__file__).resolve().parents[2] / "scripts" / "run.py"
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, str(RUN_PY), *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_cfg_job_prints_the_config_without_running(tmp_path: Path) -> None:
+    result = run_cli("--config-name", "archer_20q", "--cfg", "job", f"run_dir={tmp_path / 'run'}")
+    assert result.returncode == 0, result.stderr
+    assert "critic_steps_per_iter: 10" in result.stdout and "name: archer" in result.stdout
+    assert not (tmp_path / "run").exists()
+
+
+def test_misspelt_key_and_impossible_value_fail_with_the_key_named(tmp_path: Path) -> None:
+    result = run_cli("--config-name", "bc_20q", "algorithm.bach_size=8", f"run_dir={tmp_path}")
+    assert result.returncode != 0 and "algorithm.bach_size" in result.stderr
+    result = run_cli("--config-name", "bc_20q", "algorithm.batch_size=33", f"run_dir={tmp_path}")
+    assert result.returncode != 0
+    assert "configuration error: algorithm.batch_size: must be a multiple" in result.stderr
+
+
+def test_a_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    args = [
+        "--config-name",
+        "archer_20q",
+        *TINY_RUN_OVERRIDES,
+        *ARCHER_TINY,
+        f"cache_dir={tmp_path / 'cache'}",
+        f"run_dir={run_dir}",
+        "eval.every_iters=0",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen(
+        [sys.executable, str(RUN_PY), *args, "algorithm.num_iterations=50"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    metrics = run_dir / "metrics.jsonl"
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if metrics.exists() and len(metrics.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.2)
+        assert process.poll() is None, "the run ended before it could be killed"
+        os.kill(process.pid, signal.SIGKILL)  # kill -9, mid-iteration
+    finally:
+        process.wait(timeout=30)
+    done = [json.loads(line)["iteration"] for line in metrics.read_text().splitlines()]
+    assert done == list(range(1, len(done) + 1))
+
+    result = run_cli(*args, f"algorithm.num_iterations={done[-1] + 1}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"resumed from {run_dir / 'checkpoint.pt'} at iteration {done[-1]}" in result.stdout + result.stderr
+    iterations = [json.loads(line)["iteration"] for line in metrics.read_text().splitlines()]
+    assert iterations == list(range(1, done[-1] + 2))
