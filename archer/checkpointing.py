@@ -47,15 +47,19 @@ def config_fingerprint(config: dict[str, Any], ignore: tuple[str, ...] = ()) -> 
 
 
 def rng_state() -> dict[str, Any]:
-    """The state of Python's, numpy's and torch's global generators."""
+    """The state of Python's, numpy's and torch's global generators, as plain lists and numbers.
+
+    Plain containers survive ``weights_only`` loading and pickling through collectives (``all_gather_object``
+    fails on tensors in some torch versions).
+    """
     np_state = np.random.get_state()
     state = {
         "python": [list(x) if isinstance(x, tuple) else x for x in random.getstate()],
-        "numpy": [np_state[0], torch.from_numpy(np_state[1].copy()), *np_state[2:]],
-        "torch": torch.get_rng_state(),
+        "numpy": [np_state[0], np_state[1].tolist(), *np_state[2:]],
+        "torch": torch.get_rng_state().tolist(),
     }
     if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
+        state["cuda"] = [s.tolist() for s in torch.cuda.get_rng_state_all()]
     return state
 
 
@@ -64,10 +68,10 @@ def set_rng_state(state: dict[str, Any]) -> None:
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     name, keys, *rest = state["numpy"]
-    np.random.set_state((name, keys.numpy(), *rest))
-    torch.set_rng_state(state["torch"])
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), *rest))
+    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
 
 
 def save_checkpoint(directory: Path, state: dict[str, Any]) -> Path:

@@ -77,7 +77,11 @@ class PolicyConfig:
         dtype: parameter dtype: ``float32``, ``bfloat16`` or ``float16``.
         use_lora: wrap the model with LoRA adapters (peft); only the adapters train.
         lora_r, lora_alpha, lora_dropout, lora_target_modules: LoRA settings (reference: 16, 32, 0.05, q/k/v/o).
-        template: prompt template applied to the observation before generation (``plain`` = the observation as is).
+        template: prompt template applied to the observation before generation (``plain`` = the observation as is;
+            ``twenty_questions_chat`` = the reference's Mistral instruction in the tokenizer's chat format).
+        action_parser: turns the generated text into the action the environment receives (``none`` = unchanged;
+            ``json_question`` = the question in an instruct model's ``{"Question": ...}`` answer). The policy
+            gradient and the sampled ids are unaffected: they stay the generated tokens.
         max_prompt_tokens: prompts are truncated on the left to this many tokens (reference: 512).
         max_new_tokens: longest utterance in tokens (reference: 32; 64 for Mistral).
         stop_string: the turn terminator; generation stops at it, it is part of the scored action, and it is cut
@@ -97,6 +101,7 @@ class PolicyConfig:
     lora_dropout: float = 0.05
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     template: str = "plain"
+    action_parser: str = "none"
     max_prompt_tokens: int = 512
     max_new_tokens: int = 32
     stop_string: str | None = "\n"
@@ -231,6 +236,221 @@ class TwentyQuestionsEnvConfig(EnvConfig):
         _check_choice(self.success_check, "env.success_check", ("last_word", "last_phrase"))
         if self.oracle == "t5":
             _check(self.oracle_path is not None, "env.oracle_path", "the t5 oracle needs its checkpoint file")
+
+
+@dataclass
+class WebShopEnvConfig(EnvConfig):
+    """WebShop (ARCHER_SPEC.md 3.5): the generated in-process shop, or a WebShop server over HTTP.
+
+    Game id ``i`` plays instruction ``i`` (session ``fixed_<i>``); evaluation plays ids drawn from all instructions.
+
+    Attributes:
+        batch_size: games played at once (reference ``bsize``: 32).
+        max_turns: actions per game; the game ends with the last one (reference: 10).
+        num_products: products in the generated catalogue.
+        shop_seed: seed of the generated catalogue and instructions.
+        num_instructions: instructions that exist (game ids ``0 .. num_instructions - 1``).
+        train_lower, train_upper: training games draw instructions from ``[train_lower, train_upper)`` with
+            replacement (reference ``webshop_lower`` / ``webshop_upper``: 2000, 2100).
+        show_attributes: show the ``[Attributes]`` button on item pages (the reference ran WebShop with ``--attrs``).
+        server_url: ``null`` plays the in-process shop; an ``http://host:port`` URL plays a WebShop server
+            (Princeton's ``web_agent_site`` or ``python -m archer.envs.webshop.server``) over HTTP.
+        request_timeout_s: seconds to wait for one HTTP answer.
+        request_retries: further attempts after a connection error, timeout or 5xx answer.
+        retry_backoff_s: wait before the first retry, doubled for each further one.
+        max_concurrent_requests: HTTP requests in flight at once (a batch's pages are fetched concurrently).
+        data_lower, data_upper: instructions the scripted shoppers play when the offline dataset is generated
+            (the paper's SFT data came from instructions 0-1000).
+        data_option_accuracy: probability that a scripted shopper picks the option value the instruction names.
+    """
+
+    name: str = "webshop"
+    batch_size: int = 32
+    max_turns: int = 10
+    num_products: int = 1000
+    shop_seed: int = 0
+    num_instructions: int = 3000
+    train_lower: int = 2000
+    train_upper: int = 2100
+    show_attributes: bool = True
+    server_url: str | None = None
+    request_timeout_s: float = 10.0
+    request_retries: int = 3
+    retry_backoff_s: float = 0.5
+    max_concurrent_requests: int = 16
+    data_lower: int = 0
+    data_upper: int = 1000
+    data_option_accuracy: float = 0.8
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.num_products > 0, "env.num_products", "must be positive")
+        _check(self.num_instructions > 0, "env.num_instructions", "must be positive")
+        for low, high in (("train_lower", "train_upper"), ("data_lower", "data_upper")):
+            _check(getattr(self, low) >= 0, f"env.{low}", "must be >= 0")
+            _check(getattr(self, high) > getattr(self, low), f"env.{high}", f"must be above env.{low}")
+            _check(
+                getattr(self, high) <= self.num_instructions,
+                f"env.{high}",
+                f"must be at most env.num_instructions={self.num_instructions} (it is an exclusive bound)",
+            )
+        _check(
+            self.server_url is None or self.server_url.startswith(("http://", "https://")),
+            "env.server_url",
+            "must be null (in-process shop) or start with http:// or https://",
+        )
+        _check(self.request_timeout_s > 0, "env.request_timeout_s", "must be positive")
+        _check(self.request_retries >= 0, "env.request_retries", "must be >= 0")
+        _check(self.retry_backoff_s >= 0, "env.retry_backoff_s", "must be >= 0")
+        _check(self.max_concurrent_requests > 0, "env.max_concurrent_requests", "must be positive")
+        _check(0 <= self.data_option_accuracy <= 1, "env.data_option_accuracy", "must be in [0, 1]")
+
+
+@dataclass
+class GuessMyCityEnvConfig(EnvConfig):
+    """Guess My City (ARCHER_SPEC.md 3.3): find the oracle's home town among the reference's 91 cities.
+
+    Attributes:
+        oracle: ``knowledge_base`` (built in, no download) or ``t5`` (the reference's fine-tuned flan-t5-small,
+            free-form answers).
+        oracle_path: the ``t5`` oracle's state dict (the reference's ``city_t5_oracle.pt``).
+        oracle_base_model: hub name or folder of the seq2seq model the state dict is loaded into.
+        match: how a question wins and an answer leaks the city: ``reference`` (the reference's substring test, so
+            any "climate" question wins for Lima; the default, to stay comparable) or ``word`` (any name of the
+            city, aliases such as Mumbai included, on word boundaries). The leak check uses the same rule.
+    """
+
+    name: str = "guess_my_city"
+    oracle: str = "knowledge_base"
+    oracle_path: str | None = None
+    oracle_base_model: str = "google/flan-t5-small"
+    match: str = "reference"
+
+    def validate(self) -> None:
+        super().validate()
+        _check_choice(self.oracle, "env.oracle", ("knowledge_base", "t5"))
+        _check_choice(self.match, "env.match", ("reference", "word"))
+        if self.oracle == "t5":
+            _check(self.oracle_path is not None, "env.oracle_path", "the t5 oracle needs its checkpoint file")
+
+
+def _check_noise_levels(levels: list[float], key: str) -> None:
+    _check(len(levels) > 0, key, "give at least one level")
+    _check(all(0 <= level <= 1 for level in levels), key, f"every level must be in [0, 1], got {levels}")
+
+
+@dataclass
+class AdventureEnvConfig(EnvConfig):
+    """Detective, a Jericho text adventure (ARCHER_SPEC.md 3.4); needs ``pip install -e '.[jericho]'``.
+
+    Attributes:
+        batch_size: games played at once (the reference forced 4).
+        max_turns: steps before a game is cut. The reference ran 50, which never reaches the walkthrough's winning
+            51st move; 60 (the reference class's default) lets it win.
+        game_path: the z-machine story file: Detective is ``dataset/detective.z5`` in the public GitHub repository
+            YifeiZhou02/ArCHer (not shipped here). Relative paths are relative to the working directory.
+        observation_format: ``labelled`` (the reference's content, each part under a label) or ``reference`` (the
+            reference's unseparated concatenation with a Python list of valid actions).
+        show_valid_actions: list Jericho's valid actions in the observation (the reference does). Each new game
+            state then costs a Jericho search of 0.2-1 s on this CPU (cached per state).
+        data_noise_levels: offline data: each generated episode follows the walkthrough but takes a random valid
+            action instead with a probability drawn uniformly from these levels.
+    """
+
+    name: str = "adventure"
+    batch_size: int = 8
+    max_turns: int = 60
+    game_path: str = "dataset/detective.z5"
+    observation_format: str = "labelled"
+    show_valid_actions: bool = True
+    data_noise_levels: list[float] = field(default_factory=lambda: [0.0, 0.05, 0.1, 0.2, 0.3])
+
+    def validate(self) -> None:
+        super().validate()
+        _check(bool(self.game_path), "env.game_path", "name the story file (Detective: dataset/detective.z5)")
+        _check_choice(self.observation_format, "env.observation_format", ("labelled", "reference"))
+        _check_noise_levels(self.data_noise_levels, "env.data_noise_levels")
+
+
+@dataclass
+class GridEnvConfig(EnvConfig):
+    """Fields the text grid games (FrozenLake, Sokoban) share.
+
+    Attributes:
+        batch_size: games played at once.
+        max_turns: moves before a game is cut (RAGEN: 10 actions); every generated game is solvable within it.
+        history_length: past moves listed in the observation.
+        invalid_action_penalty: added to a turn's reward when the utterance names no move (no move happens either
+            way; ``info["invalid_action"]`` marks the turn).
+        data_epsilons: offline data: each generated episode follows the BFS solver but moves at random instead
+            with a probability drawn uniformly from these levels.
+    """
+
+    name: str = MISSING
+    batch_size: int = 32
+    max_turns: int = 10
+    history_length: int = 3
+    invalid_action_penalty: float = 0.0
+    data_epsilons: list[float] = field(default_factory=lambda: [0.0, 0.1, 0.25, 0.5, 1.0])
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.history_length >= 0, "env.history_length", "must be >= 0")
+        _check(self.invalid_action_penalty <= 0, "env.invalid_action_penalty", "must be <= 0 (it is a penalty)")
+        _check_noise_levels(self.data_epsilons, "env.data_epsilons")
+
+
+@dataclass
+class FrozenLakeEnvConfig(GridEnvConfig):
+    """FrozenLake as text (RAGEN's FrozenLake): reach the goal without falling into a hole; reward 1 on the goal.
+
+    Attributes:
+        size: side of the square map (RAGEN: 4).
+        frozen_prob: probability that a generated cell is ice rather than a hole (RAGEN ``p``: 0.8).
+        is_slippery: a move goes sideways with probability 2/3 (gymnasium's slippery lake; RAGEN: true).
+        num_maps: distinct maps; game ``i`` is the map generated from seed ``i``.
+    """
+
+    name: str = "frozenlake"
+    size: int = 4
+    frozen_prob: float = 0.8
+    is_slippery: bool = True
+    num_maps: int = 10_000
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.size >= 2, "env.size", "must be at least 2")
+        _check(0 < self.frozen_prob <= 1, "env.frozen_prob", "must be in (0, 1]")
+        _check(self.num_maps > 0, "env.num_maps", "must be positive")
+
+
+@dataclass
+class SokobanEnvConfig(GridEnvConfig):
+    """Sokoban as text (RAGEN's SimpleSokoban): push every box onto a target; gym-sokoban's rewards.
+
+    Attributes:
+        height, width: room size including the outer wall (RAGEN: 6 x 6).
+        num_boxes: boxes per room (RAGEN SimpleSokoban: 1).
+        num_rooms: distinct rooms; game ``i`` is the room generated from seed ``i``.
+    """
+
+    name: str = "sokoban"
+    height: int = 6
+    width: int = 6
+    num_boxes: int = 1
+    num_rooms: int = 10_000
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.height >= 4, "env.height", "must be at least 4 (2 cells inside the wall)")
+        _check(self.width >= 4, "env.width", "must be at least 4 (2 cells inside the wall)")
+        _check(self.num_boxes > 0, "env.num_boxes", "must be positive")
+        _check(
+            2 * self.num_boxes + 2 <= (self.height - 2) * (self.width - 2),
+            "env.num_boxes",
+            f"too many boxes for a {self.height}x{self.width} room",
+        )
+        _check(self.num_rooms > 0, "env.num_rooms", "must be positive")
 
 
 # (new environment configs go above this line)
@@ -507,6 +727,221 @@ class IQLReinforceConfig(OfflineCriticConfig):
         _check(self.generation_batch_size > 0, "algorithm.generation_batch_size", "must be positive")
 
 
+@dataclass
+class CHAIConfig(ArcherConfig):
+    """CHAI (ARCHER_SPEC.md 1.2): ArCHer's critic, and actions chosen by reranking policy samples with it.
+
+    Acting samples ``num_candidates`` utterances per state and keeps the one with the highest target-critic
+    ``min(Qbar1, Qbar2)``, for rollouts and for the V target of the critic (an approximate max backup, so the
+    critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once: k greedy
+    candidates would all be the same utterance (the reference decoded it five times). Every ArCHer field keeps
+    its meaning; the reference's ``chai_20q`` inherited ``critic_lr = lm_lr = 1e-5`` from its default.yaml.
+
+    Attributes:
+        num_candidates: k, policy samples reranked per state (reference: 5; at least 2).
+        update_policy: false (default) keeps the policy frozen, as in the original CHAI paper and the ArCHer
+            paper's baseline (the reference's run.py set ``warmup_iter = iterations``); true also runs ArCHer's
+            actor phase after ``warmup_iters`` (REINFORCE on fresh, un-reranked policy samples with the online
+            critic's advantage), as the reference repository's CHAI trainer would when not forced frozen.
+        generation_batch_size: prompts per ``generate`` call; also the candidates scored per target-critic pass.
+    """
+
+    name: str = "chai"
+    num_candidates: int = 5
+    update_policy: bool = False
+    critic_lr: float = 1e-5
+    actor_lr: float = 1e-5
+
+    def validate(self) -> None:
+        from dataclasses import replace
+
+        # A frozen policy has no actor phase, so its warm-up length cannot be wrong.
+        ArcherConfig.validate(self if self.update_policy else replace(self, warmup_iters=0))
+        _check(self.num_candidates >= 2, "algorithm.num_candidates", "must be >= 2 (1 candidate is plain sampling)")
+
+
+@dataclass
+class FilteredBCConfig(BCConfig):
+    """Online filtered behaviour cloning (ARCHER_SPEC.md 1.3): imitate the best recent games of the policy itself.
+
+    Every iteration plays ``rollout_episodes_per_iter`` games; the algorithm keeps the games of the last
+    ``window_iters`` iterations, ranks them by undiscounted return and runs ``steps_per_iter`` BC steps on the
+    transitions of the top ``filter_fraction`` (a fixed count, so ties at the cutoff never admit everything, unlike
+    the reference's ``>=`` quantile cutoff). No critic is built. Defaults are the reference's ``online_filteredbc``
+    (3 steps of 256 transitions, micro-batches of 8, ``lm_lr`` 1e-5).
+
+    Attributes:
+        num_iterations: iterations of play then BC (reference: 2000).
+        rollout_episodes_per_iter: games played per iteration with the sampling policy (128).
+        filter_fraction: share of the window's games imitated: exactly ``max(1, int(filter_fraction * N))`` of N
+            (0.1, the paper's top 10%).
+        window_iters: the window, in iterations, the best games are chosen from (this iteration included);
+            ``null`` keeps every game since the start, as the reference did (memory and checkpoints then grow
+            without bound). The paper describes "recent" rollouts without a number; 10 iterations is our default.
+        warmup_iters: iterations that only play (the reference idled for ``warmup_iter`` = 20; default 0, since
+            BC needs no critic to warm up).
+        steps_per_iter: BC gradient steps per iteration (reference ``actor_epochs``: 3).
+        batch_size: transitions per BC step, drawn uniformly with replacement from the kept games (256).
+        replay_capacity: size of the trainer's replay buffer, which every online run fills; filtered BC never
+            reads it (it keeps its own window), so it only costs memory.
+        gamma: discount of the Monte-Carlo returns the trainer's replay buffer stores; games are ranked by their
+            undiscounted return.
+    """
+
+    name: str = "filtered_bc"
+    num_iterations: int = 2000
+    rollout_episodes_per_iter: int = 128
+    filter_fraction: float = 0.1
+    window_iters: int | None = 10
+    warmup_iters: int = 0
+    steps_per_iter: int = 3
+    batch_size: int = 256
+    actor_micro_batch_size: int = 8
+    actor_lr: float = 1e-5
+    replay_capacity: int = 10_000
+    gamma: float = 0.95
+
+    @property
+    def online(self) -> bool:
+        return True
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.rollout_episodes_per_iter > 0, "algorithm.rollout_episodes_per_iter", "must be positive")
+        _check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
+        _check(self.window_iters is None or self.window_iters > 0, "algorithm.window_iters", "must be > 0 or null")
+        _check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
+        _check(
+            self.warmup_iters < self.num_iterations,
+            "algorithm.warmup_iters",
+            f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
+        )
+        _check(self.replay_capacity > 0, "algorithm.replay_capacity", "must be positive")
+        _check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
+
+
+@dataclass
+class ArcherBaselineConfig(ArcherConfig):
+    """ArCHer with a token-level baseline in the low level (ARCHER_SPEC.md 1.4; dormant code in the reference).
+
+    A value model ``b_t`` is regressed on the utterance advantage A at every token of the fresh policy samples,
+    and the policy gradient uses the residual ``A - b_t``. The value model is a separate causal LM with a scalar
+    head (the paper's optional baseline was a separate GPT-2), loaded like the policy; it never shares parameters
+    or gradients with the policy. Every ArCHer field keeps its meaning.
+
+    Attributes:
+        value_lr: Adam learning rate of the value model.
+        value_max_grad_norm: the value model clips its own gradient to this norm before its own step.
+    """
+
+    name: str = "archer_baseline"
+    value_lr: float = 1e-5
+    value_max_grad_norm: float = 1.0
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.value_lr > 0, "algorithm.value_lr", "must be positive")
+        _check(self.value_max_grad_norm > 0, "algorithm.value_max_grad_norm", "must be positive")
+
+
+@dataclass
+class ArcherPPOConfig(ArcherConfig):
+    """ArCHer with a PPO low level: the token-level clipped-ratio objective driven by the critic's advantage.
+
+    Each actor step samples utterances at replay states, stores their per-token log-probabilities under the
+    current policy, and takes ``ppo_epochs`` gradient steps on those samples with the clipped ratio; the utterance
+    advantage ``min(Q1, Q2)(s, a) - min(V1, V2)(s)`` is every token's advantage. The reference has only
+    commented-out lines and legacy keys for it (ARCHER_SPEC.md 1.4); RAGEN advertises the combination but does not
+    compute it. Every ArCHer field keeps its meaning.
+
+    Attributes:
+        ppo_epochs: gradient steps on each batch of samples (so ``actor_steps_per_iter * ppo_epochs`` policy
+            steps per iteration).
+        clip_range: eps of the ratio clip ``[1 - eps, 1 + eps]``.
+    """
+
+    name: str = "archer_ppo"
+    ppo_epochs: int = 4
+    clip_range: float = 0.2
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.ppo_epochs > 0, "algorithm.ppo_epochs", "must be positive")
+        _check(self.clip_range > 0, "algorithm.clip_range", "must be positive")
+
+
+@dataclass
+class PPOConfig(AlgorithmConfig):
+    """Token-level PPO, the on-policy baseline of the paper's "100x" comparison (ARCHER_SPEC.md 1.4, section 6).
+
+    Every iteration plays ``rollout_episodes_per_iter`` games, then runs ``ppo_epochs`` passes over their action
+    tokens in ``num_minibatches`` minibatches of utterances. A multi-turn episode is one token sequence made of its
+    action tokens only (the environment's text is part of the next state, never an action); GAE runs over it with
+    the utterance reward on each utterance's last token, a KL penalty to the frozen starting policy on every token,
+    discount 1 between the tokens of an utterance and ``gamma`` from one utterance to the next. Episodes that end
+    by the turn limit are terminal, as in ArCHer. The value function is a separate causal LM with a scalar head,
+    loaded like the policy. Only the iteration's own games are used (on-policy); the replay buffer is ignored.
+
+    Attributes:
+        num_iterations: iterations of play then update (100 x 1024 games, the scale at which the paper reports PPO).
+        rollout_episodes_per_iter: on-policy games per iteration (the paper: PPO needs at least 1024 per step).
+        ppo_epochs: passes over the iteration's tokens.
+        num_minibatches: optimiser steps per pass; the utterances are shuffled and split into this many minibatches.
+        clip_range: eps of the ratio clip.
+        value_clip_range: PPO's clip of the value update around the rollout's values; ``null`` is plain MSE.
+        gamma: discount from one utterance to the next (the environment's per-turn discount).
+        gae_lambda: GAE lambda, per token.
+        kl_coeff: weight of the per-token KL penalty ``log pi - log pi_ref`` in the rewards.
+        normalize_advantages: standardise the advantages over the iteration's tokens.
+        actor_lr: policy Adam learning rate.
+        value_lr: value model Adam learning rate.
+        value_max_grad_norm: the value model clips its own gradient to this norm.
+        actor_micro_batch_size: utterances per forward/backward (policy and value model).
+        generation_batch_size: prompts per ``generate`` call when playing.
+        replay_capacity: size of the trainer's replay buffer, which every online run fills; PPO never reads it.
+    """
+
+    name: str = "ppo"
+    num_iterations: int = 100
+    rollout_episodes_per_iter: int = 1024
+    ppo_epochs: int = 4
+    num_minibatches: int = 4
+    clip_range: float = 0.2
+    value_clip_range: float | None = None
+    gamma: float = 0.95
+    gae_lambda: float = 0.95
+    kl_coeff: float = 0.05
+    normalize_advantages: bool = True
+    actor_lr: float = 1e-6
+    value_lr: float = 1e-5
+    value_max_grad_norm: float = 1.0
+    actor_micro_batch_size: int = 8
+    generation_batch_size: int = 256
+    replay_capacity: int = 10_000
+
+    @property
+    def online(self) -> bool:
+        return True
+
+    def validate(self) -> None:
+        super().validate()
+        for key in (
+            "rollout_episodes_per_iter",
+            "ppo_epochs",
+            "num_minibatches",
+            "generation_batch_size",
+            "replay_capacity",
+            "value_lr",
+            "value_max_grad_norm",
+            "clip_range",
+        ):
+            _check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+        _check(self.value_clip_range is None or self.value_clip_range > 0, "algorithm.value_clip_range", "> 0 or null")
+        _check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
+        _check(0 <= self.gae_lambda <= 1, "algorithm.gae_lambda", "must be in [0, 1]")
+        _check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
+
+
 # (new algorithm configs go above this line)
 
 
@@ -649,4 +1084,14 @@ def register_configs() -> None:
     store.store(group="algorithm", name="base_offline_archer", node=OfflineArcherConfig)
     store.store(group="algorithm", name="base_offline_filtered_bc", node=OfflineFilteredBCConfig)
     store.store(group="algorithm", name="base_iql_reinforce", node=IQLReinforceConfig)
+    store.store(group="algorithm", name="base_chai", node=CHAIConfig)
+    store.store(group="algorithm", name="base_filtered_bc", node=FilteredBCConfig)
+    store.store(group="algorithm", name="base_archer_baseline", node=ArcherBaselineConfig)
+    store.store(group="algorithm", name="base_archer_ppo", node=ArcherPPOConfig)
+    store.store(group="algorithm", name="base_ppo", node=PPOConfig)
+    store.store(group="env", name="base_webshop", node=WebShopEnvConfig)
+    store.store(group="env", name="base_guess_my_city", node=GuessMyCityEnvConfig)
+    store.store(group="env", name="base_adventure", node=AdventureEnvConfig)
+    store.store(group="env", name="base_frozenlake", node=FrozenLakeEnvConfig)
+    store.store(group="env", name="base_sokoban", node=SokobanEnvConfig)
     # (new schemas are registered above this line)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from archer.config import EvalConfig
@@ -59,12 +60,13 @@ class EvalResult:
         )
 
 
-def evaluation_game_ids(cfg: EvalConfig, num_games: int) -> list[int]:
-    """The fixed evaluation set: every game once, or ``num_episodes`` games drawn with ``cfg.seed``."""
+def evaluation_game_ids(cfg: EvalConfig, pool: Sequence[int]) -> list[int]:
+    """The fixed evaluation set: every game of ``pool`` once, or ``num_episodes`` games drawn with ``cfg.seed``."""
+    pool = list(pool)
     if cfg.num_episodes is None:
-        return list(range(num_games))
+        return pool
     rng = random.Random(cfg.seed)
-    return [rng.randrange(num_games) for _ in range(cfg.num_episodes)]
+    return [rng.choice(pool) for _ in range(cfg.num_episodes)]
 
 
 def evaluate(env: BatchedTextEnv, act: ActFn, game_ids: list[int], progress: bool = False) -> EvalResult:

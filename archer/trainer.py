@@ -11,6 +11,7 @@ One iteration, in order:
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import time
 from dataclasses import asdict, replace
@@ -25,6 +26,7 @@ from accelerate import Accelerator
 from archer.algorithms import make_algorithm
 from archer.checkpointing import (
     CHECKPOINT_FILE,
+    CheckpointError,
     config_fingerprint,
     load_checkpoint,
     rng_state,
@@ -36,15 +38,26 @@ from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
+from archer.distributed import all_gather, shard, share, unshard
 from archer.envs import make_env, make_oracle
 from archer.evaluation import EvalResult, evaluate, evaluation_game_ids
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, save_policy
 from archer.models.policy import LanguagePolicy
 from archer.tracking import Tracker
-from archer.utils import atomic_write_json, atomic_write_text, resolve_cache_dir, seed_everything
+from archer.utils import atomic_write_json, atomic_write_text, process_seed, resolve_cache_dir, seed_everything
 
 log = logging.getLogger(__name__)
+
+
+class _MainProcessFilter(logging.Filter):
+    """Lets records through on the main process only, so a multi-process run prints each line once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return int(os.environ.get("RANK", "0")) == 0
+
+
+log.addFilter(_MainProcessFilter())
 
 POLICY_FOLDER = "policy"
 CRITIC_ENCODER_FOLDER = "critic_encoder"
@@ -83,24 +96,32 @@ class Trainer:
 
         # 1. Environments: one for training, one for evaluation, sharing the oracle.
         oracle = make_oracle(cfg.env)
-        self.env = make_env(cfg.env, seed=cfg.seed * 1000 + self.accelerator.process_index, oracle=oracle)
+        self.env = make_env(cfg.env, seed=process_seed(cfg.seed, self.accelerator.process_index), oracle=oracle)
         self.eval_env = make_env(cfg.env, seed=cfg.eval.seed, oracle=oracle)
-        self.eval_game_ids = evaluation_game_ids(cfg.eval, self.eval_env.num_games)
+        self.eval_game_ids = evaluation_game_ids(cfg.eval, self.eval_env.evaluation_pool())
 
-        # 2. Models and the algorithm that trains them.
-        model, tokenizer = load_policy_model(policy_cfg, str(self.cache_dir), self.env.corpus)
+        # 2. Models and the algorithm that trains them. The main process goes first, so it alone builds and caches
+        #    the embedded models; the others then load the cached folders.
+        with self.accelerator.main_process_first():
+            model, tokenizer = load_policy_model(policy_cfg, str(self.cache_dir), self.env.corpus)
+            critic = None
+            if cfg.algorithm.uses_critic:
+                critic = build_critic(cfg.model.critic, str(self.cache_dir), self.env.corpus)
         self.policy = LanguagePolicy(model.to(self.accelerator.device), tokenizer, policy_cfg)
-        critic = None
-        if cfg.algorithm.uses_critic:
-            critic = build_critic(cfg.model.critic, str(self.cache_dir), self.env.corpus).to(self.accelerator.device)
+        if critic is not None:
+            critic = critic.to(self.accelerator.device)
         self.algorithm = make_algorithm(
             cfg.algorithm, self.policy, self.accelerator, critic=critic, progress=self.progress
         )
         self.env_trajectories = 0
         self._last_save_seconds = 0.0  # logged with the next iteration (the save follows the metrics record)
+        # Networks were initialised identically on every process; sampling noise must differ between them.
+        torch.manual_seed(process_seed(cfg.seed, self.accelerator.process_index))
 
-        # 3. Data: the offline dataset, or an empty replay buffer that rollouts fill.
-        self.buffer = self._build_buffer()
+        # 3. Data: the offline dataset (generated and cached by the main process first), or an empty replay buffer
+        #    that rollouts fill.
+        with self.accelerator.main_process_first():
+            self.buffer = self._build_buffer()
         self.rng = np.random.default_rng([cfg.seed, self.accelerator.process_index])
 
         self.tracker = Tracker(
@@ -136,10 +157,13 @@ class Trainer:
             asdict(pretrain_cfg), ignore=("run_dir", "logging", "torch_threads", "cache_dir")
         )
         folder = self.cache_dir / "pretrained" / f"{cfg.env.name}-{fingerprint}"
+        self.accelerator.wait_for_everyone()
         if not (folder / PRETRAIN_DONE).exists():
+            # Every process takes part (the pretraining run is itself a distributed run); the marker is written
+            # once all of them are done, so a killed pretraining resumes from its own checkpoint next time.
+            log.info("building the starting policy by behaviour cloning in %s (once; cached)", folder)
+            Trainer(pretrain_cfg, folder).fit()
             if self.accelerator.is_main_process:
-                log.info("building the starting policy by behaviour cloning in %s (once; cached)", folder)
-                Trainer(pretrain_cfg, folder).fit()
                 atomic_write_text(folder / PRETRAIN_DONE, "behaviour cloning finished\n")
             self.accelerator.wait_for_everyone()
         return folder / POLICY_FOLDER
@@ -157,25 +181,37 @@ class Trainer:
     # ---- evaluation, checkpoints -------------------------------------------------------------------------
 
     def evaluate(self) -> EvalResult:
-        """Greedy play of the fixed evaluation games with the current policy."""
-        return evaluate(
+        """Greedy play of the fixed evaluation games with the current policy (split over processes)."""
+        local = collect_trajectories(
             self.eval_env,
             lambda observations: self.algorithm.act(observations, greedy=True),
-            self.eval_game_ids,
+            game_ids=shard(self.eval_game_ids, self.accelerator),
             progress=self.progress,
+            description="eval",
         )
+        return EvalResult.from_trajectories(unshard(local, len(self.eval_game_ids), self.accelerator))
+
+    def _process_state(self) -> dict[str, Any]:
+        """This process's generators: each process has its own, and all of them go into the checkpoint."""
+        return {
+            "rng": rng_state(),
+            "numpy_generator": self.rng.bit_generator.state,
+            "env_rng": self.env.get_rng_state(),
+        }
 
     def save(self, iteration: int) -> None:
         """Atomic checkpoint of everything needed to continue, plus the policy as a plain HF folder."""
-        if not self.accelerator.is_main_process:
-            return
+        process_states = all_gather([self._process_state()], self.accelerator)
+        if self.accelerator.is_main_process:
+            self._write_checkpoint(iteration, process_states)
+        self.accelerator.wait_for_everyone()
+
+    def _write_checkpoint(self, iteration: int, process_states: list[dict[str, Any]]) -> None:
         state = {
             "config_fingerprint": self.fingerprint,
             "iteration": iteration,
             "algorithm": self.algorithm.state_dict(),
-            "rng": rng_state(),
-            "numpy_generator": self.rng.bit_generator.state,
-            "env_rng": self.env.get_rng_state(),
+            "process_states": process_states,
             "env_trajectories": self.env_trajectories,
         }
         if self.algorithm.online:
@@ -188,10 +224,17 @@ class Trainer:
 
     def _resume(self) -> None:
         state = load_checkpoint(self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint)
+        process_states = state["process_states"]
+        if len(process_states) != self.accelerator.num_processes:
+            raise CheckpointError(
+                f"checkpoint {self.run_dir / CHECKPOINT_FILE} was written by {len(process_states)} processes; resume "
+                f"it with the same number (this run has {self.accelerator.num_processes})"
+            )
+        mine = process_states[self.accelerator.process_index]
         self.algorithm.load_state_dict(state["algorithm"])
-        set_rng_state(state["rng"])
-        self.rng.bit_generator.state = state["numpy_generator"]
-        self.env.set_rng_state(state["env_rng"])
+        set_rng_state(mine["rng"])
+        self.rng.bit_generator.state = mine["numpy_generator"]
+        self.env.set_rng_state(mine["env_rng"])
         if "buffer" in state:
             self.buffer.load_state_dict(state["buffer"])
         self.start_iteration = int(state["iteration"])
@@ -202,13 +245,17 @@ class Trainer:
     # ---- the loop ----------------------------------------------------------------------------------------
 
     def collect(self, iteration: int) -> dict[str, float]:
-        """Play this iteration's training games with the sampling policy and store them in the buffer."""
-        trajectories = collect_trajectories(
+        """Play this iteration's training games with the sampling policy and store them in the buffer.
+
+        Each process plays its share; every process then adds all games, in process order, to its buffer.
+        """
+        local = collect_trajectories(
             self.env,
             lambda observations: self.algorithm.act(observations, greedy=False),
-            num_episodes=self.cfg.algorithm.rollout_episodes_per_iter,
+            num_episodes=share(self.cfg.algorithm.rollout_episodes_per_iter, self.accelerator),
             progress=self.progress,
         )
+        trajectories = all_gather(local, self.accelerator)
         self.buffer.add_trajectories(trajectories)
         self.algorithm.observe(trajectories, iteration)
         self.env_trajectories += len(trajectories)
@@ -252,6 +299,7 @@ class Trainer:
                 self._last_save_seconds = time.perf_counter() - start
             last = metrics
         self.tracker.finish()
+        self.accelerator.wait_for_everyone()
         return last
 
 
@@ -272,8 +320,16 @@ def _format(metrics: dict[str, float]) -> str:
 
 
 def train(cfg: RunConfig, run_dir: Path | None = None) -> dict[str, float]:
-    """Build a ``Trainer`` for ``cfg`` and run it; returns the last iteration's metrics."""
-    return Trainer(cfg, run_dir).fit()
+    """Build a ``Trainer`` for ``cfg`` and run it; returns the last iteration's metrics.
+
+    Under several processes the process group is shut down at the end (without it, runs can abort at exit).
+    """
+    trainer = Trainer(cfg, run_dir)
+    metrics = trainer.fit()
+    trainer.accelerator.end_training()
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    return metrics
 
 
 def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
@@ -292,7 +348,7 @@ def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
     env = make_env(cfg.env, seed=cfg.eval.seed, oracle=make_oracle(cfg.env))
     model, tokenizer = load_policy_model(cfg.model.policy, str(resolve_cache_dir(cfg.cache_dir)), env.corpus)
     policy = LanguagePolicy(model.to(device), tokenizer, cfg.model.policy)
-    game_ids = evaluation_game_ids(cfg.eval, env.num_games)
+    game_ids = evaluation_game_ids(cfg.eval, env.evaluation_pool())
     result = evaluate(
         env, lambda observations: policy.generate(observations, greedy=True).texts, game_ids, cfg.logging.progress_bars
     )

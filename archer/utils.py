@@ -20,6 +20,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def process_seed(seed: int, process_index: int) -> int:
+    """The seed of one process's own randomness (environment draws, sampling), derived from the run's seed."""
+    return seed * 1000 + process_index
+
+
 def resolve_cache_dir(cache_dir: str | None) -> Path:
     """The cache folder: the configured one, else ``$ARCHER_CACHE_DIR``, else ``~/.cache/archer``."""
     chosen = cache_dir or os.environ.get("ARCHER_CACHE_DIR") or "~/.cache/archer"

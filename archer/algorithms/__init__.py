@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 ALGORITHMS: dict[str, str] = {
     "bc": "archer.algorithms.bc:BCAlgorithm",
     "archer": "archer.algorithms.archer:ArcherAlgorithm",
+    "offline_archer": "archer.algorithms.offline_archer:OfflineArcherAlgorithm",
+    "offline_filtered_bc": "archer.algorithms.offline_filtered_bc:OfflineFilteredBCAlgorithm",
+    "iql_reinforce": "archer.algorithms.iql_reinforce:IQLReinforceAlgorithm",
+    "chai": "archer.algorithms.chai:CHAIAlgorithm",
+    "filtered_bc": "archer.algorithms.filtered_bc:FilteredBCAlgorithm",
+    "archer_baseline": "archer.algorithms.archer_baseline:ArcherBaselineAlgorithm",
+    "archer_ppo": "archer.algorithms.archer_ppo:ArcherPPOAlgorithm",
+    "ppo": "archer.algorithms.ppo:PPOAlgorithm",
     # (new algorithms are registered above this line)
 }
 

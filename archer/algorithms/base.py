@@ -14,6 +14,7 @@ from accelerate import Accelerator
 from archer.config import AlgorithmConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory
+from archer.distributed import average_gradients
 from archer.models.policy import LanguagePolicy
 
 T = TypeVar("T")
@@ -44,7 +45,8 @@ def clip_and_step(
     parameters: Iterable[torch.nn.Parameter],
     max_grad_norm: float,
 ) -> float:
-    """Clip the gradient of ``parameters`` (one network's only), step its optimiser, and clear the gradients.
+    """Average the gradient of ``parameters`` (one network's only) over processes, clip it, step its optimiser,
+    and clear the gradients.
 
     Clearing after the step means no gradient of this phase can leak into another network's clipping norm
     (the reference clipped policy and critic together with stale gradients; ARCHER_SPEC.md 5.5 item 4).
@@ -53,6 +55,7 @@ def clip_and_step(
         The gradient norm before clipping.
     """
     params = [p for p in parameters if p.requires_grad]
+    average_gradients(params, accelerator)
     norm = accelerator.clip_grad_norm_(params, max_grad_norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)

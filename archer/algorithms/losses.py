@@ -374,3 +374,112 @@ def iql_kl_reinforce_loss(
         raise ValueError(f"kl_coeff must lie in [0, 1], got {kl_coeff}")
     kl_weight = (logp - ref_logp).detach() + 1.0
     return ((1.0 - kl_coeff) * -advantages.detach() * logp + kl_coeff * kl_weight * logp).mean()
+
+
+def gae_with_discounts(
+    rewards: torch.Tensor, values: torch.Tensor, discounts: torch.Tensor, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation with a discount per step, for token sequences of multi-turn episodes.
+
+    ``delta_t = r_t + c_t V_{t+1} - V_t``; ``A_t = delta_t + lam c_t A_{t+1}``; returns ``R_t = A_t + V_t``.
+    ``c_t`` is what multiplies the next step's value: ``gamma_t (1 - d_t)``. Token-level PPO over a dialogue uses
+    ``c_t = 1`` between the tokens of one utterance, the utterance discount at an utterance's last token (the next
+    step is the next utterance's first token, after the environment's reply) and 0 at the episode's end; padding
+    steps with ``r = V = c = 0`` get ``A = 0`` and leak nothing into real steps. ``gae`` is the special case
+    ``c_t = gamma (1 - d_t)``. Like ``gae``, the recursion carries ``A_{t+1}`` in a variable.
+
+    Args:
+        rewards: (..., T) r_t.
+        values: (..., T+1) V_0 .. V_T; V_T is the value after the last step.
+        discounts: (..., T) c_t in [0, 1].
+        lam: GAE lambda in [0, 1].
+
+    Returns:
+        ``(advantages, returns)``, both (..., T) and detached.
+    """
+    if values.shape[:-1] != rewards.shape[:-1] or values.shape[-1] != rewards.shape[-1] + 1:
+        raise ValueError(f"values must be (..., T+1) for rewards (..., T), got {tuple(values.shape)}")
+    _check_same_shape(rewards=rewards, discounts=discounts)
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam must lie in [0, 1], got {lam}")
+    rewards, values, discounts = rewards.detach(), values.detach(), discounts.detach().to(rewards.dtype)
+    advantages = torch.zeros_like(rewards)
+    next_advantage = torch.zeros_like(rewards[..., 0])
+    for t in range(rewards.shape[-1] - 1, -1, -1):
+        delta = rewards[..., t] + discounts[..., t] * values[..., t + 1] - values[..., t]
+        next_advantage = delta + lam * discounts[..., t] * next_advantage
+        advantages[..., t] = next_advantage
+    return advantages, advantages + values[..., :-1]
+
+
+def kl_shaped_token_rewards(
+    utterance_rewards: torch.Tensor,
+    logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    kl_coeff: float,
+) -> torch.Tensor:
+    """Per-token rewards of token-level PPO: a KL penalty on every token plus the utterance's reward on its last.
+
+    ``r_t = -c (log pi_t - log pi_ref_t) + 1[t is the utterance's last token] R`` (the InstructGPT / TRL
+    KL-in-reward form; its sum over an utterance is ``R`` minus ``c`` times the sampled KL estimate). The last
+    token is found from the mask, not from where rewards are non-zero, so a zero-reward turn keeps its boundary.
+
+    Args:
+        utterance_rewards: (B,) environment reward R of each utterance.
+        logprobs: (B, T) log pi of the sampled tokens under the sampling policy.
+        ref_logprobs: (B, T) their log-probabilities under the frozen reference policy.
+        mask: (B, T) 1 on action tokens; every row needs at least one.
+        kl_coeff: c >= 0.
+
+    Returns:
+        (B, T) rewards, 0 on padding, detached.
+    """
+    _check_same_shape(logprobs=logprobs, ref_logprobs=ref_logprobs, mask=mask)
+    if utterance_rewards.shape != logprobs.shape[:1]:
+        raise ValueError(
+            f"utterance_rewards must be (B,) = {tuple(logprobs.shape[:1])}, got {tuple(utterance_rewards.shape)}"
+        )
+    if kl_coeff < 0:
+        raise ValueError(f"kl_coeff must be >= 0, got {kl_coeff}")
+    lengths = mask.bool().sum(dim=-1)
+    if (lengths == 0).any():
+        raise ValueError("every utterance needs at least one action token")
+    rewards = _masked_zero(-kl_coeff * (logprobs.detach() - ref_logprobs.detach()), mask)
+    rows = torch.arange(rewards.shape[0], device=rewards.device)
+    # Masks are left-aligned (token j of an action at column j), so the last token sits at column length - 1.
+    rewards[rows, lengths - 1] += utterance_rewards.detach().to(rewards.dtype)
+    return rewards
+
+
+def ppo_value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    clip_range: float | None,
+) -> torch.Tensor:
+    """Token value regression of PPO: ``masked_mean((V - R)^2)``, optionally with PPO's value clipping.
+
+    With ``clip_range = eps`` the loss is ``masked_mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))``
+    (the PPO2 / CleanRL form), which keeps a step from moving a value far from the one the advantages used.
+
+    Args:
+        values: (B, T) current values.
+        old_values: (B, T) values when the rollout was scored (constants).
+        returns: (B, T) GAE returns (constants).
+        mask: (B, T) 1 on action tokens.
+        clip_range: eps > 0, or None for the plain masked mean-squared error.
+
+    Returns:
+        Scalar loss.
+    """
+    _check_same_shape(values=values, old_values=old_values, returns=returns, mask=mask)
+    returns, old_values = returns.detach(), old_values.detach()
+    squared = (values - returns).pow(2)
+    if clip_range is not None:
+        if clip_range <= 0:
+            raise ValueError(f"clip_range must be positive or None, got {clip_range}")
+        clipped = old_values + (values - old_values).clamp(-clip_range, clip_range)
+        squared = torch.maximum(squared, (clipped - returns).pow(2))
+    return _masked_mean(squared, mask)

@@ -3,38 +3,73 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from tqdm.auto import tqdm
 
 from archer.data.trajectory import Trajectory
 from archer.envs.base import BatchedTextEnv
 
-ActFn = Callable[[list[str]], list[str]]
+
+class TokenizedActions(Protocol):
+    """Actions together with the exact token ids that produced them (``archer.models.policy.Generation`` is one)."""
+
+    texts: list[str]
+    token_ids: list[list[int]]
+
+
+# An acting function returns the action texts, or an object with ``.texts`` and ``.token_ids`` when the token ids
+# should be recorded in the trajectories (``Trajectory.action_token_ids``).
+ActFn = Callable[[list[str]], "list[str] | TokenizedActions"]
+
+
+def _split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple[list[str], list[list[int]] | None]:
+    """The action texts and, when the acting function gave them, their token ids; both checked for length."""
+    if hasattr(chosen, "texts"):
+        texts, token_ids = list(chosen.texts), list(chosen.token_ids)
+        if len(token_ids) != len(texts):
+            raise ValueError(f"the acting function returned {len(token_ids)} token-id lists for {len(texts)} actions")
+    else:
+        texts, token_ids = list(chosen), None
+    if len(texts) != expected:
+        raise ValueError(f"the acting function returned {len(texts)} actions for {expected} observations")
+    return texts, token_ids
 
 
 def play_batch(env: BatchedTextEnv, act: ActFn, observations: list[str]) -> list[Trajectory]:
     """Play the batch ``env`` was just reset to, from its first ``observations``, until every game ends.
 
-    ``act`` is called once per turn with the observations of the games still being played only.
+    ``act`` is called once per turn with the observations of the games still being played only. When it returns
+    token ids (see ``ActFn``) they are kept in each trajectory's ``action_token_ids``; it must then do so on every
+    turn.
     """
     num_games = len(observations)
     history: list[list[str]] = [[obs] for obs in observations]
     actions: list[list[str]] = [[] for _ in range(num_games)]
+    action_ids: list[list[list[int]]] = [[] for _ in range(num_games)]
+    with_ids: bool | None = None  # fixed by the first turn
     rewards: list[list[float]] = [[] for _ in range(num_games)]
     endings: list[tuple[bool, bool, dict]] = [(False, False, {})] * num_games
     current = list(observations)
     while any(env.active):
         live = [i for i, alive in enumerate(env.active) if alive]
-        chosen = act([current[i] for i in live])
-        if len(chosen) != len(live):
-            raise ValueError(f"the acting function returned {len(chosen)} actions for {len(live)} observations")
+        chosen, chosen_ids = _split_actions(act([current[i] for i in live]), len(live))
+        if with_ids is None:
+            with_ids = chosen_ids is not None
+        elif with_ids != (chosen_ids is not None):
+            raise ValueError("the acting function must return token ids on every turn of a batch or on none")
         batch_actions: list[str | None] = [None] * num_games
-        for i, action in zip(live, chosen, strict=True):
+        batch_ids: list[list[int] | None] = [None] * num_games
+        for k, (i, action) in enumerate(zip(live, chosen, strict=True)):
             batch_actions[i] = action
+            if chosen_ids is not None:
+                batch_ids[i] = list(chosen_ids[k])
         for i, result in enumerate(env.step(batch_actions)):
             if result is None:
                 continue
             actions[i].append(batch_actions[i])
+            if with_ids:
+                action_ids[i].append(batch_ids[i])
             rewards[i].append(result.reward)
             history[i].append(result.observation)
             current[i] = result.observation
@@ -48,6 +83,7 @@ def play_batch(env: BatchedTextEnv, act: ActFn, observations: list[str]) -> list
             terminated=endings[i][0],
             truncated=endings[i][1],
             info=endings[i][2],
+            action_token_ids=action_ids[i] if with_ids else None,
         )
         for i in range(num_games)
     ]
@@ -66,7 +102,7 @@ def collect_trajectories(
 
     Args:
         env: the batched environment.
-        act: maps a list of observations to a list of actions.
+        act: maps a list of observations to a list of actions (or to actions with their token ids, see ``ActFn``).
         num_episodes: how many random games (ignored when ``game_ids`` is given).
         game_ids: play these games, in this order.
         seed: reseed the environment first, so the same seed draws the same games.

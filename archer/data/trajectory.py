@@ -27,9 +27,13 @@ class Trajectory:
         truncated: the last step hit a turn limit; the trainer decides whether to bootstrap from it.
             At most one of ``terminated`` and ``truncated`` is true; both false means the episode is unfinished.
         info: environment facts about the episode, e.g. ``{"success": True}``.
+        action_token_ids: optional, T lists of the exact token ids the policy sampled for each action (terminator
+            included, as ``Generation.token_ids``); recorded by the rollout when the acting function returns them.
+            Token-level algorithms (PPO) need them; ``None`` when only the texts are known.
 
     Raises:
-        ValueError: if the lengths disagree or both end flags are set.
+        ValueError: if the lengths disagree, both end flags are set, or ``action_token_ids`` is given with the
+            wrong number of actions.
     """
 
     observations: list[str]
@@ -38,6 +42,7 @@ class Trajectory:
     terminated: bool = False
     truncated: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    action_token_ids: list[list[int]] | None = None
 
     def __post_init__(self) -> None:
         if len(self.observations) != len(self.actions) + 1:
@@ -51,6 +56,11 @@ class Trajectory:
             raise ValueError("a trajectory ends either terminated or truncated, not both")
         if not self.actions and (self.terminated or self.truncated):
             raise ValueError("an episode with no steps cannot have ended; leave terminated and truncated False")
+        if self.action_token_ids is not None and len(self.action_token_ids) != len(self.actions):
+            raise ValueError(
+                f"got {len(self.action_token_ids)} token-id lists for {len(self.actions)} actions; give one per "
+                "action, or None"
+            )
         # Converting here means a first reward of int 0 can never make later code infer an integer dtype
         # (the reference buffer truncated fractional rewards that way).
         self.rewards = [float(r) for r in self.rewards]

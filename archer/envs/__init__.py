@@ -42,15 +42,73 @@ def _twenty_questions(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -
     )
 
 
+def _webshop(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+    from archer.envs.webshop import make_webshop_env
+
+    return make_webshop_env(cfg, seed)
+
+
+def _guess_my_city_oracle(cfg: EnvConfig) -> Oracle:
+    from archer.config import GuessMyCityEnvConfig
+
+    assert isinstance(cfg, GuessMyCityEnvConfig)
+    if cfg.oracle == "knowledge_base":
+        from archer.envs.city_oracle import CityKnowledgeOracle
+
+        return CityKnowledgeOracle()
+    from archer.envs.guess_my_city import make_t5_oracle
+
+    assert cfg.oracle_path is not None
+    return make_t5_oracle(cfg.oracle_path, cfg.oracle_base_model)
+
+
+def _guess_my_city(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+    from archer.config import GuessMyCityEnvConfig
+    from archer.envs.guess_my_city import GuessMyCityEnv
+
+    assert isinstance(cfg, GuessMyCityEnvConfig)
+    return GuessMyCityEnv(
+        oracle=oracle if oracle is not None else _guess_my_city_oracle(cfg),
+        batch_size=cfg.batch_size,
+        max_turns=cfg.max_turns,
+        match=cfg.match,
+        seed=seed,
+    )
+
+
+def _adventure(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+    from archer.envs.adventure import make_adventure_env
+
+    return make_adventure_env(cfg, seed)
+
+
+def _frozenlake(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+    from archer.envs.frozen_lake import make_frozen_lake_env
+
+    return make_frozen_lake_env(cfg, seed)
+
+
+def _sokoban(cfg: EnvConfig, seed: int | None, oracle: Oracle | None) -> BatchedTextEnv:
+    from archer.envs.sokoban import make_sokoban_env
+
+    return make_sokoban_env(cfg, seed)
+
+
 # env name -> builder(cfg, seed, shared oracle or None)
 ENV_BUILDERS: dict[str, Callable[[EnvConfig, int | None, Oracle | None], BatchedTextEnv]] = {
     "twenty_questions": _twenty_questions,
+    "webshop": _webshop,
+    "guess_my_city": _guess_my_city,
+    "adventure": _adventure,
+    "frozenlake": _frozenlake,
+    "sokoban": _sokoban,
     # (new environments are registered above this line)
 }
 
 # env name -> oracle builder, for environments with an oracle (shared by the training and evaluation envs)
 ORACLE_BUILDERS: dict[str, Callable[[EnvConfig], Oracle]] = {
     "twenty_questions": _twenty_questions_oracle,
+    "guess_my_city": _guess_my_city_oracle,
     # (new oracles are registered above this line)
 }
 

@@ -75,6 +75,13 @@ class BatchedTextEnv(ABC):
     def num_games(self) -> int:
         """How many distinct games ``reset(game_ids=...)`` accepts (ids are ``0 .. num_games - 1``)."""
 
+    def evaluation_pool(self) -> Sequence[int]:
+        """The game ids evaluation plays (all of them, once each) or draws from; by default every game.
+
+        Environments whose training draws from a subset (WebShop's instruction range) evaluate on that subset.
+        """
+        return range(self.num_games)
+
     def _prepare_batch(self, num_games: int) -> None:  # noqa: B027 - optional hook, empty by default
         """Called by ``reset`` before the games of a new batch are started one slot at a time."""
 

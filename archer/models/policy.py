@@ -18,7 +18,7 @@ from torch import nn
 from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from archer.config import PolicyConfig
-from archer.models.templates import get_template
+from archer.models.templates import get_action_parser, get_template
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Generation:
 
     Attributes:
         texts: the actions as the environment receives them: special tokens skipped, leading newlines stripped,
-            cut at the first stop string (which is removed).
+            cut at the first stop string (which is removed), then passed through the configured action parser.
         token_ids: exactly the sampled ids, up to and including the first terminator (the stop token, a token
             containing the stop string, or EOS); nothing after it. An action that hit ``max_new_tokens`` has no
             terminator. These are what ``LanguagePolicy.token_logprobs`` scores.
@@ -46,17 +46,20 @@ class LanguagePolicy:
     Args:
         model: a causal LM (plain, ``peft.PeftModel`` or DDP-wrapped).
         tokenizer: its tokenizer; the policy sets left padding and left truncation on it.
-        cfg: the policy config (template, prompt and action lengths, stop string, sampling settings).
+        cfg: the policy config (template, action parser, prompt and action lengths, stop string, sampling).
 
     Raises:
-        ValueError: ``cfg.stop_string`` does not encode to exactly one token.
+        ValueError: ``cfg.stop_string`` does not encode to exactly one token, or the template or action parser is
+            unknown.
     """
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: PolicyConfig) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.cfg = cfg
-        self.template = get_template(cfg.template)
+        self.template = get_template(cfg.template, tokenizer)
+        # The parser only changes what the environment receives; token_ids (what is scored) stay as sampled.
+        self.action_parser = get_action_parser(cfg.action_parser)
         tokenizer.padding_side = "left"
         tokenizer.truncation_side = "left"
         if tokenizer.pad_token_id is None:
@@ -150,7 +153,7 @@ class LanguagePolicy:
         text = text.lstrip("\n")
         if self.cfg.stop_string is not None:
             text = text.split(self.cfg.stop_string, 1)[0]
-        return text
+        return self.action_parser(text)
 
     def generate(self, observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:
         """Sample (or greedily decode) one action per observation.
@@ -195,7 +198,8 @@ class LanguagePolicy:
         """Token ids of text actions (from a dataset), terminated as generated ones are.
 
         Each action is tokenised as ``action + stop_string`` without special tokens; with no stop string, EOS is
-        appended instead, since generation would end there.
+        appended instead, since generation would end there. Actions are cut to ``max_new_tokens`` tokens. The
+        action parser is not inverted: a dataset action is encoded as the text itself.
 
         Args:
             actions: B action strings, without their terminator.
@@ -205,9 +209,13 @@ class LanguagePolicy:
         """
         if self.cfg.stop_string is not None:
             texts = [action + self.cfg.stop_string for action in actions]
-            return [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        rows = self.tokenizer(list(actions), add_special_tokens=False)["input_ids"]
-        return [list(ids) + [self.tokenizer.eos_token_id] for ids in rows]
+            rows = [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        else:
+            encoded = self.tokenizer(list(actions), add_special_tokens=False)["input_ids"]
+            rows = [list(ids) + [self.tokenizer.eos_token_id] for ids in encoded]
+        # The policy can never generate more than max_new_tokens, so a longer dataset action is cut there, as
+        # generation would cut it (and the prompt plus action then always fits the model's positions).
+        return [ids[: self.cfg.max_new_tokens] for ids in rows]
 
     def token_logprobs(
         self, observations: list[str], action_ids: list[list[int]]

@@ -1,14 +1,25 @@
-"""Prompt templates by name: how an environment observation becomes the text the policy continues.
+"""Prompt templates and action parsers by name.
 
-A template is a plain function from observation to prompt. Generation and log-probability scoring both apply it,
-so the policy is trained on exactly the prompts it samples from.
+A template turns an environment observation into the text the policy continues. Generation and log-probability
+scoring both apply it, so the policy is trained on exactly the prompts it samples from. Plain templates are
+functions of the observation (``TEMPLATES``); chat templates also need the tokenizer, to use its chat format and
+its special tokens, and are built from it (``CHAT_TEMPLATES``).
+
+An action parser turns the policy's generated text into the action the environment receives (``ACTION_PARSERS``):
+an instruct model answers in a format ("{"Question": "Is it a dog?"}") from which the question is extracted. The
+policy gradient still scores the generated token ids, not the parsed text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from transformers import PreTrainedTokenizerBase
+
+from archer.envs.twenty_questions_words import SUBSET_WORDS
+
 Template = Callable[[str], str]
+ActionParser = Callable[[str], str]
 
 
 def plain(observation: str) -> str:
@@ -21,12 +32,137 @@ TEMPLATES: dict[str, Template] = {
 }
 
 
-def get_template(name: str) -> Template:
-    """The template registered under ``name``.
+# ---------------------------------------------------------------------------------------------------- chat prompts
+
+_SUBSET_LIST = ", ".join(word.name for word in SUBSET_WORDS) + "."
+
+TWENTY_QUESTIONS_INSTRUCTION = (
+    "Please play Twenty Questions with me. The possible hidden words are:\n"
+    f"{_SUBSET_LIST}\n"
+    "Some examples are following:\n"
+    "Questions:\n"
+    "Is the object alive? Yes.\n"
+    "Is the object a mammal? No.\n"
+    "Is the object a plant? Yes.\n"
+    "Is the object edible? Yes.\n"
+    "Is the object a fruit? Yes.\n"
+    "Is the object a tropical fruit? Yes.\n"
+    "Is the object a banana? Yes.\n"
+    "You guessed the correct word! You win!\n"
+    "\n"
+    "Please continue this conversation by completing the next question. \n"
+    "{history}\n"
+    "Please answer in the following format:\n"
+    "{{\n"
+    '"Question": "Your Question",\n'
+    "}}\n"
+    "The possible hidden words are:\n"
+    f"{_SUBSET_LIST}"
+)
+"""The reference's Mistral instruction for Twenty Questions Subset (ARCHER_SPEC.md 2.1); ``{history}`` is the
+observation. The candidate list is the environment's 10-word subset, so the prompt promises the words played."""
+
+
+def _adds_bos(tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether encoding a text puts the BOS token first by itself (Llama and Mistral tokenizers do)."""
+    bos = tokenizer.bos_token_id
+    return bos is not None and tokenizer("x")["input_ids"][:1] == [bos]
+
+
+def chat_prompt(tokenizer: PreTrainedTokenizerBase, instruction: str) -> Template:
+    """A template that puts ``instruction`` (with ``{history}`` for the observation) in one user turn.
+
+    With a tokenizer that has a chat template, the turn is rendered by it with the generation prompt; otherwise the
+    reference's ``[INST]...[/INST]`` format is used. A BOS the rendering starts with is dropped when the tokenizer
+    adds BOS itself, so the encoded prompt has exactly one (the reference had two: ARCHER_SPEC.md 5.5 item 3).
+    """
+    strip_bos = _adds_bos(tokenizer) and bool(tokenizer.bos_token)
+    has_chat_template = bool(getattr(tokenizer, "chat_template", None))
+
+    def render(observation: str) -> str:
+        message = instruction.format(history=observation)
+        if has_chat_template:
+            text = tokenizer.apply_chat_template(
+                [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+            )
+        else:
+            text = f"[INST]{message}[/INST]\n"
+        if strip_bos:
+            text = text.removeprefix(tokenizer.bos_token)
+        return text
+
+    return render
+
+
+def twenty_questions_chat(tokenizer: PreTrainedTokenizerBase) -> Template:
+    """The reference's Mistral Twenty Questions prompt in the tokenizer's chat format."""
+    return chat_prompt(tokenizer, TWENTY_QUESTIONS_INSTRUCTION)
+
+
+CHAT_TEMPLATES: dict[str, Callable[[PreTrainedTokenizerBase], Template]] = {
+    "twenty_questions_chat": twenty_questions_chat,
+}
+
+
+def get_template(name: str, tokenizer: PreTrainedTokenizerBase | None = None) -> Template:
+    """The template registered under ``name``; chat templates are built for ``tokenizer``.
+
+    Raises:
+        ValueError: ``name`` is not registered (the message lists the valid names), or a chat template was asked
+            for without a tokenizer.
+    """
+    if name in TEMPLATES:
+        return TEMPLATES[name]
+    if name in CHAT_TEMPLATES:
+        if tokenizer is None:
+            raise ValueError(f"model.policy.template: {name!r} is a chat template and needs the policy's tokenizer")
+        return CHAT_TEMPLATES[name](tokenizer)
+    names = [*TEMPLATES, *CHAT_TEMPLATES]
+    raise ValueError(f"model.policy.template: unknown template {name!r}; choose one of {', '.join(names)}")
+
+
+# ---------------------------------------------------------------------------------------------------- action parsers
+
+
+def unchanged(text: str) -> str:
+    """The generated text as is."""
+    return text
+
+
+def json_question(text: str) -> str:
+    """The question in an instruct model's ``{"Question": "..."}`` answer (the reference's ``decode_f``).
+
+    Takes the text after the last ``"Question":`` (the whole text when there is none), cuts it at the first
+    ``?``, re-appends ``?`` and strips spaces and double quotes, as the reference did. So that the question is
+    always one line: when the cut text spans several lines its last non-empty line is kept (the lead-in lines of
+    "Sure! Here is my question:\\nIs it alive?"), and when there is no ``?`` at all the first non-empty line is
+    used (with trailing commas and braces removed) before ``?`` is appended.
+    """
+    key = '"Question":'
+    segment = text.rsplit(key, 1)[1] if key in text else text
+    if "?" in segment:
+        lines = [line for line in segment.split("?", 1)[0].splitlines() if line.strip()]
+        question = lines[-1] if lines else ""
+    else:
+        lines = [line for line in segment.splitlines() if line.strip()]
+        question = lines[0].rstrip().rstrip(",{}").rstrip() if lines else ""
+    return question.strip().replace('"', "").strip() + "?"
+
+
+ACTION_PARSERS: dict[str, ActionParser] = {
+    "none": unchanged,
+    "json_question": json_question,
+}
+
+
+def get_action_parser(name: str) -> ActionParser:
+    """The action parser registered under ``name``.
 
     Raises:
         ValueError: ``name`` is not registered; the message lists the valid names.
     """
-    if name not in TEMPLATES:
-        raise ValueError(f"model.policy.template: unknown template {name!r}; choose one of {', '.join(TEMPLATES)}")
-    return TEMPLATES[name]
+    if name not in ACTION_PARSERS:
+        raise ValueError(
+            f"model.policy.action_parser: unknown parser {name!r}; choose one of {', '.join(ACTION_PARSERS)}"
+        )
+    return ACTION_PARSERS[name]

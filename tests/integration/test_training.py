@@ -164,3 +164,21 @@ def test_archer_resumes_with_its_buffer_and_repeats_for_a_seed(tmp_path: Path) -
     # A run of 3 iterations straight through gives the same records as 2 + resume + 1.
     tiny_archer(tmp_path / "c", cache, *ARCHER_TINY, "algorithm.num_iterations=3").fit()
     assert without_times(read_records(tmp_path / "a")) == without_times(read_records(tmp_path / "c"))
+
+
+def test_wandb_offline_mode_writes_a_local_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = tmp_path / "run"
+    tiny_bc(run, str(tmp_path / "cache"), "logging.use_wandb=true", "logging.wandb_mode=offline").fit()
+    offline_runs = list((run / "wandb").glob("offline-run-*"))
+    assert len(offline_runs) == 1 and any(offline_runs[0].glob("*.wandb"))
+
+
+def test_a_non_finite_loss_stops_the_run_naming_the_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import archer.algorithms.bc as bc_module
+
+    monkeypatch.setattr(bc_module, "bc_loss", lambda *args, **kwargs: torch.tensor(float("nan"), requires_grad=True))
+    trainer = tiny_bc(tmp_path / "run", str(tmp_path / "cache"), "eval.before_training=false")
+    with pytest.raises(FloatingPointError, match="bc loss is nan at iteration 1, step 0"):
+        trainer.fit()

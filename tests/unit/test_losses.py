@@ -318,3 +318,79 @@ def test_iql_kl_term_is_the_score_function_gradient_of_kl():
     (expected_grad,) = torch.autograd.grad((logp.exp().detach() * per_action).sum(), logits, retain_graph=True)
     (kl_grad,) = torch.autograd.grad((logp.exp() * (logp - ref)).sum(), logits)
     _close(expected_grad, kl_grad)
+
+
+# --- Token-level PPO over multi-turn episodes ---------------------------------------------------------------------
+
+
+def test_gae_with_discounts_matches_gae_when_the_discount_is_constant():
+    # c_t = gamma (1 - d_t) = [0.9, 0.9, 0]: the same recursion as gae(gamma=0.9) with DONES = [0, 0, 1].
+    for lam in (0.0, 0.5, 1.0):
+        expected, expected_returns = losses.gae(REWARDS, VALUES, DONES, gamma=0.9, lam=lam)
+        adv, returns = losses.gae_with_discounts(REWARDS, VALUES, T([0.9, 0.9, 0.0]), lam=lam)
+        _close(adv, expected)
+        _close(returns, expected_returns)
+
+
+def test_gae_with_discounts_hand_computed_two_utterances():
+    # Two utterances of two tokens each: tokens 0, 1 | 2, 3. Within an utterance c = 1; at the end of the first
+    # utterance c = gamma = 0.5; at the episode's end c = 0. Rewards: -1 at the end of each utterance.
+    rewards = T([0.0, -1.0, 0.0, -1.0])
+    values = T([1.0, 2.0, 3.0, 4.0, 100.0])  # V_4 = 100 must not be used (c_3 = 0)
+    discounts = T([1.0, 0.5, 1.0, 0.0])
+    adv, returns = losses.gae_with_discounts(rewards, values, discounts, lam=0.5)
+    # delta_3 = -1 + 0 * 100 - 4 = -5
+    # delta_2 =  0 + 1 * 4   - 3 =  1
+    # delta_1 = -1 + 0.5 * 3 - 2 = -1.5
+    # delta_0 =  0 + 1 * 2   - 1 =  1
+    # A_3 = -5;  A_2 = 1 + 0.5 * 1 * -5 = -1.5;  A_1 = -1.5 + 0.5 * 0.5 * -1.5 = -1.875;
+    # A_0 = 1 + 0.5 * 1 * -1.875 = 0.0625
+    _close(adv, [0.0625, -1.875, -1.5, -5.0])
+    # R = A + V = [1.0625, 0.125, 1.5, -1.0]
+    _close(returns, [1.0625, 0.125, 1.5, -1.0])
+
+
+def test_gae_with_discounts_padding_leaks_nothing():
+    # A 2-step episode padded to 4 steps (r = V = c = 0 on padding) has the advantages of the unpadded episode.
+    short, _ = losses.gae_with_discounts(T([1.0, -1.0]), T([0.5, 0.25, 0.0]), T([1.0, 0.0]), lam=0.9)
+    padded, _ = losses.gae_with_discounts(
+        T([[1.0, -1.0, 0.0, 0.0]]), T([[0.5, 0.25, 0.0, 0.0, 0.0]]), T([[1.0, 0.0, 0.0, 0.0]]), lam=0.9
+    )
+    # A_1 = -1 - 0.25 = -1.25;  A_0 = 1 + 0.25 - 0.5 + 0.9 * -1.25 = -0.375
+    _close(short, [-0.375, -1.25])
+    _close(padded[0], [-0.375, -1.25, 0.0, 0.0])
+    with pytest.raises(ValueError):
+        losses.gae_with_discounts(T([1.0]), T([0.0, 0.0]), T([1.0]), lam=1.5)
+
+
+def test_kl_shaped_token_rewards_hand_computed():
+    logp = T([[-1.0, -2.0, 0.0], [-0.5, 0.0, 0.0]])
+    ref = T([[-1.5, -1.0, -9.0], [-0.5, -9.0, -9.0]])
+    mask = T([[1, 1, 0], [1, 0, 0]])
+    rewards = losses.kl_shaped_token_rewards(T([-1.0, 0.0]), logp, ref, mask, kl_coeff=0.1)
+    # Row 0: KL terms -0.1 * (-1 + 1.5) = -0.05 and -0.1 * (-2 + 1) = 0.1; the reward -1 goes on token 1 (the last
+    # real token): [-0.05, 0.1 - 1, 0] = [-0.05, -0.9, 0].
+    # Row 1: one token, KL term -0.1 * 0 = 0, reward 0: [0, 0, 0] (padding stays 0 despite its -9 reference).
+    _close(rewards, [[-0.05, -0.9, 0.0], [0.0, 0.0, 0.0]])
+    # Without the KL term the utterance reward sits on the last token only, even when it is 0.
+    _close(losses.kl_shaped_token_rewards(T([-1.0, 2.0]), logp, ref, mask, 0.0), [[0.0, -1.0, 0.0], [2.0, 0.0, 0.0]])
+    with pytest.raises(ValueError):
+        losses.kl_shaped_token_rewards(T([0.0, 0.0]), logp, ref, T([[1, 1, 0], [0, 0, 0]]), 0.1)
+
+
+def test_ppo_value_loss_plain_and_clipped():
+    values = _leaf([[1.0, 3.0, 7.0]])
+    old = T([[0.0, 2.5, 0.0]])
+    returns = T([[2.0, 0.0, 0.0]])
+    mask = T([[1, 1, 0]])
+    # Plain: ((1 - 2)^2 + (3 - 0)^2) / 2 = (1 + 9) / 2 = 5 (the padded 7 is ignored).
+    _close(losses.ppo_value_loss(values, old, returns, mask, None), 5.0)
+    clipped = losses.ppo_value_loss(values, old, returns, mask, clip_range=0.2)
+    # Token 0: V moved 1 from V_old = 0, clipped to 0.2: max((1 - 2)^2, (0.2 - 2)^2) = max(1, 3.24) = 3.24.
+    # Token 1: V moved 0.5 from 2.5, clipped 2.7: max((3 - 0)^2, (2.7 - 0)^2) = max(9, 7.29) = 9.
+    # mean (3.24 + 9) / 2 = 6.12
+    _close(clipped, 6.12)
+    clipped.backward()
+    # Token 0 takes the clipped branch, whose value is constant in V (V - V_old beyond eps): gradient 0.
+    # Token 1 takes the unclipped branch: 2 (3 - 0) / 2 = 3.
+    _close(values.grad, [[0.0, 3.0, 0.0]])

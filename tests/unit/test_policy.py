@@ -196,6 +196,13 @@ def test_encode_actions_appends_the_stop_string_only(policy: LanguagePolicy) -> 
     assert policy.encode_actions([""]) == [[policy.stop_token_id]]
 
 
+def test_encode_actions_cuts_dataset_actions_at_max_new_tokens(policy: LanguagePolicy) -> None:
+    long_action = "Is it " + "very " * 40 + "big?"
+    (ids,) = policy.encode_actions([long_action])
+    assert len(ids) == policy.cfg.max_new_tokens
+    assert ids == policy.tokenizer(long_action + "\n", add_special_tokens=False)["input_ids"][: len(ids)]
+
+
 def test_stop_string_must_be_one_token(make_policy: Callable[..., LanguagePolicy]) -> None:
     with pytest.raises(ValueError, match="model.policy.stop_string"):
         make_policy(stop_string="Is it a banana?")

@@ -131,3 +131,15 @@ def test_rng_state_round_trip() -> None:
     env.set_rng_state(state)
     env.reset()
     assert [env.hidden_word(i) for i in range(4)] == drawn
+
+
+def test_evaluation_pool_is_every_game_by_default() -> None:
+    from archer.config import EvalConfig
+    from archer.evaluation import evaluation_game_ids
+
+    env = TwentyQuestionsEnv(WORDS, GuessOracle(), batch_size=4)
+    assert list(env.evaluation_pool()) == list(range(157))
+    assert evaluation_game_ids(EvalConfig(num_episodes=None), env.evaluation_pool()) == list(range(157))
+    drawn = evaluation_game_ids(EvalConfig(num_episodes=20, seed=3), env.evaluation_pool())
+    assert drawn == evaluation_game_ids(EvalConfig(num_episodes=20, seed=3), env.evaluation_pool())
+    assert len(drawn) == 20 and all(0 <= i < 157 for i in drawn)

@@ -1,0 +1,193 @@
+"""Training the twin-Q / twin-V utterance critic, shared by every algorithm that has one.
+
+Online ArCHer, offline ArCHer and IQL + REINFORCE train the same critic (ARCHER_SPEC.md 1.0) with the same Q
+regression, ``Q_i(s, a) <- r + gamma * (1 - done) * Vbar_i(s')`` at the stored action a. They differ only in the V
+target and its loss, which the caller chooses:
+
+- online ArCHer (1.1): ``V_i(s) <- Qbar_i(s, a~)`` at a fresh policy sample a~, squared error
+  (``losses.archer_critic_loss``);
+- offline ArCHer and IQL + REINFORCE (1.5, 1.7): ``V_i(s) <- Qbar_i(s, a)`` at the dataset action, upper-expectile
+  loss (``losses.iql_critic_loss``).
+
+``CriticLearner`` owns the online critic, its target copy and the critic's optimiser. One ``step`` is one full
+gradient step: micro-batch gradients averaged, the critic's own gradient clipped and cleared after the Adam step,
+then one Polyak update of the target. ``advantages`` gives the actor its ``min(Q1, Q2) - min(V1, V2)`` weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from accelerate import Accelerator
+
+from archer.algorithms.base import check_finite, clip_and_step, mean_metrics
+from archer.algorithms.losses import td_q_targets, utterance_advantage
+from archer.data.trajectory import TransitionBatch
+from archer.models.critic import DoubleCritic, make_target_critic, soft_update
+
+#: ``(q1, q2, v1, v2, q1_target, q2_target, v1_target, v2_target) -> (loss, parts)``, as ``archer_critic_loss``.
+CriticLoss = Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]]
+
+
+def summary_stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
+    """Mean, min, max and (population) std of ``values`` as ``{prefix}_mean`` etc."""
+    values = values.detach().float()
+    return {
+        f"{prefix}_mean": values.mean().item(),
+        f"{prefix}_min": values.min().item(),
+        f"{prefix}_max": values.max().item(),
+        f"{prefix}_std": values.std(unbiased=False).item(),
+    }
+
+
+def done_flags(batch: TransitionBatch, bootstrap_on_truncation: bool) -> torch.Tensor:
+    """(B,) 1.0 where the Q target must not bootstrap from s'.
+
+    Episodes cut by the turn limit count as terminal, as in the paper and both references, unless
+    ``bootstrap_on_truncation`` is set.
+    """
+    if bootstrap_on_truncation:
+        return batch.terminated
+    return torch.clamp(batch.terminated + batch.truncated, max=1.0)
+
+
+class CriticLearner:
+    """The online critic, its target copy and its optimiser, with the gradient step they share.
+
+    Args:
+        critic: the online critic (trained in place).
+        accelerator: device placement, backward and clipping.
+        loss: the critic loss (see ``CriticLoss``); ``functools.partial`` fixes extra arguments such as the
+            expectile.
+        lr: Adam learning rate of the critic.
+        gamma: discount of the Q target.
+        tau: Polyak rate of the target critic after every step.
+        micro_batch_size: rows per critic forward/backward (and per ``advantages`` forward).
+        max_grad_norm: the critic's gradient is clipped to this norm before its own optimiser steps.
+        bootstrap_on_truncation: bootstrap the Q target through turn-limit truncations.
+        dropout: run the online critic in train mode (dropout on) inside its own loss, as OfflineArcher's Lightning
+            training did; the online reference never enabled it. The target critic and ``advantages`` always run
+            without dropout, so the regression targets and the actor's weights are not noisy.
+    """
+
+    def __init__(
+        self,
+        critic: DoubleCritic,
+        accelerator: Accelerator,
+        loss: CriticLoss,
+        *,
+        lr: float,
+        gamma: float,
+        tau: float,
+        micro_batch_size: int,
+        max_grad_norm: float,
+        bootstrap_on_truncation: bool = False,
+        dropout: bool = False,
+    ) -> None:
+        self.critic = critic
+        self.target_critic = make_target_critic(critic)
+        self.accelerator = accelerator
+        self.loss = loss
+        self.gamma = gamma
+        self.tau = tau
+        self.micro_batch_size = micro_batch_size
+        self.max_grad_norm = max_grad_norm
+        self.bootstrap_on_truncation = bootstrap_on_truncation
+        self.dropout = dropout
+        self.optimizer = torch.optim.Adam(critic.parameters(), lr=lr)
+        self.critic.eval()
+
+    def step(self, batch: TransitionBatch, v_target_actions: list[str], iteration: int, step: int) -> dict[str, float]:
+        """One critic gradient step on ``batch``, then one Polyak update of the target critic.
+
+        Args:
+            batch: B transitions (s, a, r, s', done).
+            v_target_actions: B actions at which the target critic's Q gives the V targets: fresh policy samples
+                (online ArCHer) or ``batch.actions`` (IQL).
+            iteration, step: where training is, for the error message of a non-finite loss.
+
+        Returns:
+            The step's metrics: the loss and its parts, Q / V / Q-target statistics, the pre-clip gradient norm.
+        """
+        if len(v_target_actions) != len(batch):
+            raise ValueError(f"need one V-target action per transition: {len(v_target_actions)} for {len(batch)}")
+        batch = batch.to(self.accelerator.device)
+        done = done_flags(batch, self.bootstrap_on_truncation)
+        size = len(batch)
+        records = []
+        self.critic.train(self.dropout)
+        try:
+            for start in range(0, size, self.micro_batch_size):
+                end = min(start + self.micro_batch_size, size)
+                observations = batch.observations[start:end]
+                with torch.no_grad():
+                    target = self.target_critic
+                    target_q1, target_q2 = target.q_from_embeddings(
+                        target.embed(observations), target.embed(v_target_actions[start:end])
+                    )
+                    next_v1, next_v2 = target.v_from_embeddings(target.embed(batch.next_observations[start:end]))
+                    rewards = batch.rewards[start:end]
+                    q1_target = td_q_targets(rewards, done[start:end], next_v1, self.gamma)
+                    q2_target = td_q_targets(rewards, done[start:end], next_v2, self.gamma)
+                obs_emb = self.critic.embed(observations)
+                q1, q2 = self.critic.q_from_embeddings(obs_emb, self.critic.embed(batch.actions[start:end]))
+                v1, v2 = self.critic.v_from_embeddings(obs_emb)
+                loss, parts = self.loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
+                check_finite(loss, "critic loss", iteration, step)
+                # Weighting by the micro-batch's share makes the accumulated gradient the batch mean.
+                self.accelerator.backward(loss * (end - start) / size)
+                records.append(
+                    {
+                        "critic/loss": loss.item(),
+                        **{f"critic/{k}": float(v) for k, v in parts.items()},
+                        **summary_stats("critic/q1", q1),
+                        **summary_stats("critic/v1", v1),
+                        **summary_stats("critic/target_q1", q1_target),
+                    }
+                )
+        finally:
+            self.critic.eval()
+        grad_norm = clip_and_step(self.accelerator, self.optimizer, self.critic.parameters(), self.max_grad_norm)
+        soft_update(self.target_critic, self.critic, self.tau)
+        metrics = mean_metrics(records)
+        metrics["critic/grad_norm"] = grad_norm
+        return metrics
+
+    @torch.no_grad()
+    def advantages(self, observations: list[str], actions: list[str]) -> torch.Tensor:
+        """``A(s, a) = min(Q1, Q2)(s, a) - min(V1, V2)(s)`` from the online critic, without dropout or gradient.
+
+        Args:
+            observations: B states.
+            actions: B actions (text, as the critic saw them in its Q loss).
+
+        Returns:
+            (B,) advantages on the accelerator's device.
+        """
+        was_training = self.critic.training
+        self.critic.eval()
+        try:
+            parts = []
+            for start in range(0, len(observations), self.micro_batch_size):
+                end = start + self.micro_batch_size
+                out = self.critic(observations[start:end], actions[start:end])
+                parts.append(utterance_advantage(out.q1, out.q2, out.v1, out.v2))
+        finally:
+            self.critic.train(was_training)
+        return torch.cat(parts) if parts else torch.zeros(0, device=self.accelerator.device)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Online and target critic weights and the critic optimiser (keys as in online ArCHer's checkpoint)."""
+        return {
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "critic_optimizer": self.optimizer.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned (extra keys are ignored, so a whole algorithm state can be passed)."""
+        self.critic.load_state_dict(state["critic"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        self.optimizer.load_state_dict(state["critic_optimizer"])

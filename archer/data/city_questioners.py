@@ -1,0 +1,307 @@
+"""Scripted Guess My City players of mixed skill, for realistic, diverse offline data.
+
+A questioner sees only the history of (question, answer) pairs, never the secret. It knows the built-in oracle's
+fact table: the cities still possible are those for which the built-in oracle would have given every answer seen
+so far (answers censored by the environment's leak check carry no information and are skipped).
+
+- ``RandomCityQuestioner`` asks random questions (including open "what is it famous for?" ones) and guesses random
+  cities, repeats included.
+- ``GreedyCityQuestioner`` keeps the cities consistent with the answers and asks the yes/no or short-answer
+  question whose answers split them most evenly; knobs make it noisy (``epsilon``), less sharp (``top_k``),
+  hasty (``guess_threshold``) or forgetful (``memory``).
+- ``make_city_questioner(skill)`` maps one number in [0, 1] to these knobs, from near-random to near-optimal.
+
+Guesses name the city by the reference's spelling ("Is your city Bombay?"), so they win under both match modes,
+except for a share ``alias_prob`` that uses the corrected name ("Is your city Mumbai?"), which only wins under
+``match=word`` (the reference's substring check does not know aliases).
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from functools import lru_cache
+
+from archer.data.scripted_questioners import PlayedGame
+from archer.envs.city_facts import CITIES, COUNTRIES, REGION_NAMES, TOPICS, City
+from archer.envs.city_oracle import answer_question
+from archer.envs.guess_my_city import CENSORED, censor, question_names_city
+from archer.envs.oracles import Oracle
+
+History = Sequence[tuple[str, str]]
+
+GUESS_TEMPLATES = (
+    "Is your city {name}?",
+    "Is it {name}?",
+    "Are you from {name}?",
+    "Is the city you are from {name}?",
+    "Is your hometown {name}?",
+)
+# "your city" in a pool question is replaced by one of these when it is asked, for variety.
+_SUBJECTS = ("your city", "your city", "your hometown", "the city you are from", "your home town")
+
+
+def _countries() -> list[str]:
+    names = []
+    for key, country in COUNTRIES.items():
+        if key != "singapore":
+            names.append(country.name)
+    return names
+
+
+def _split_questions() -> tuple[str, ...]:
+    """Yes/no and short-answer questions: the ones a greedy player chooses among."""
+    questions = [
+        "What country is your city in?",
+        "Which continent is your city in?",
+        "What language do people speak in your city?",
+        "What is the main religion in your city?",
+        "What currency do people use in your city?",
+        "Is your city in the southern hemisphere?",
+        "Is your city in the western hemisphere?",
+        "Is your city near the equator?",
+        "Is your city in the north of its country?",
+        "Is your city in the south of its country?",
+        "Is your city in the east of its country?",
+        "Is your city in the west of its country?",
+        "Is your city on the coast?",
+        "Is your city a capital city?",
+        "Is your city the capital of a state or province?",
+        "Does a river flow through your city?",
+        "Is your city on an island?",
+        "Is your city near mountains?",
+        "Is your city at a high altitude?",
+        "Does it snow in your city in winter?",
+        "Are winters cold in your city?",
+        "Is your city hot in summer?",
+        "Does your city get a lot of rain?",
+        "Is your city dry?",
+        "Is your city tropical?",
+        "Does your city have more than 10 million people?",
+        "Does your city have more than 5 million people?",
+        "Is your city the biggest city in its country?",
+        "Is your city an ancient city?",
+        "Is English widely spoken in your city?",
+        "Is Spanish spoken in your city?",
+        "Is Islam the main religion in your city?",
+        "Is cricket popular in your city?",
+        "Is baseball popular in your city?",
+    ]
+    questions += [f"Is your city in {region}?" for region in REGION_NAMES if region != "the Americas"]
+    questions += [f"Is your city in {name}?" for name in _countries()]
+    questions += [f"Is your city known for {phrase}?" for _, phrase in TOPICS.values()]
+    return tuple(questions)
+
+
+SPLIT_QUESTIONS = _split_questions()
+
+DESCRIPTIVE_QUESTIONS = (
+    "What is your city famous for?",
+    "What food is your city known for?",
+    "What are some famous landmarks in your city?",
+    "What is the climate like in your city?",
+    "How big is your city?",
+    "Which part of the country is your city in?",
+    "What state or province is your city in?",
+    "What sports are popular in your city?",
+    "How old is your city?",
+)
+"""Open questions a player may ask for colour; their answers often give the city away."""
+
+CORPUS_QUESTIONS = (
+    "Which continent is your city in?",
+    "What country is your city in?",
+    "Is your city on the coast?",
+    "Is your city a capital city?",
+    "What language do people speak in your city?",
+    "What is the climate like in your city?",
+    "How big is your city?",
+    "What is your city famous for?",
+    "What food is your city known for?",
+    "What are some famous landmarks in your city?",
+)
+"""The questions of the environment's tokenizer corpus (``GuessMyCityEnv.corpus``)."""
+
+
+def guess_question(city: City, index: int, use_alias: bool = False) -> str:
+    """A guess of ``city``: template ``index`` (cycled), naming it by its reference spelling or another name."""
+    names = [name for name in city.names if name != city.key]
+    name = names[index % len(names)] if use_alias and names else city.key
+    return GUESS_TEMPLATES[index % len(GUESS_TEMPLATES)].format(name=name)
+
+
+@lru_cache(maxsize=8192)
+def oracle_answers(question: str) -> tuple[str, ...]:
+    """The built-in oracle's answer to ``question`` for every city of ``CITIES``, in order."""
+    return tuple(answer_question(city, question) for city in CITIES)
+
+
+def _vary(question: str, rng: random.Random) -> str:
+    subject = rng.choice(_SUBJECTS)
+    question = question.replace("your city", subject, 1)
+    return question[0].upper() + question[1:]
+
+
+class CityQuestioner(ABC):
+    """A Guess My City player: asks the next question from the history alone."""
+
+    @abstractmethod
+    def ask(self, history: History, rng: random.Random) -> str:
+        """The next question, given the (question, answer) pairs so far."""
+
+
+class _KnowledgeQuestioner(CityQuestioner):
+    """Shared bookkeeping: the candidate cities (indices into ``CITIES``), and guessing."""
+
+    def __init__(self, cities: Sequence[City] = CITIES, alias_prob: float = 0.1) -> None:
+        if not cities:
+            raise ValueError("a questioner needs at least one candidate city")
+        if not 0.0 <= alias_prob <= 1.0:
+            raise ValueError(f"alias_prob must lie in [0, 1], got {alias_prob}")
+        index = {city.key: i for i, city in enumerate(CITIES)}
+        unknown = [city.key for city in cities if city.key not in index]
+        if unknown:
+            raise ValueError(f"the knowledge base has no facts about {unknown}")
+        self.cities = tuple(cities)
+        self._indices = tuple(index[city.key] for city in cities)
+        self.alias_prob = alias_prob
+
+    def candidates(self, history: History) -> list[int]:
+        """Positions in ``self.cities`` of the cities consistent with every (uncensored) answer in ``history``."""
+        alive = list(range(len(self.cities)))
+        for question, answer in history:
+            if answer == CENSORED:
+                continue
+            table = oracle_answers(question)
+            alive = [i for i in alive if table[self._indices[i]] == answer]
+        return alive
+
+    def _guess(self, positions: Sequence[int], rng: random.Random) -> str:
+        city = self.cities[rng.choice(positions)]
+        return guess_question(city, rng.randrange(len(GUESS_TEMPLATES)), rng.random() < self.alias_prob)
+
+
+class RandomCityQuestioner(_KnowledgeQuestioner):
+    """Random questions and random guesses, with repeats; ignores the answers.
+
+    Args:
+        guess_prob: probability that a turn is a guess of a random city.
+        cities: the cities it may guess.
+        alias_prob: share of guesses that use another name than the reference spelling.
+    """
+
+    def __init__(self, guess_prob: float = 0.2, cities: Sequence[City] = CITIES, alias_prob: float = 0.1) -> None:
+        super().__init__(cities, alias_prob)
+        if not 0.0 <= guess_prob <= 1.0:
+            raise ValueError(f"guess_prob must lie in [0, 1], got {guess_prob}")
+        self.guess_prob = guess_prob
+
+    def ask(self, history: History, rng: random.Random) -> str:
+        if rng.random() < self.guess_prob:
+            return self._guess(range(len(self.cities)), rng)
+        pool = DESCRIPTIVE_QUESTIONS if rng.random() < 0.2 else SPLIT_QUESTIONS
+        return _vary(rng.choice(pool), rng)
+
+
+class GreedyCityQuestioner(_KnowledgeQuestioner):
+    """Tracks the cities consistent with the answers and asks the question that splits them best.
+
+    Args:
+        epsilon: probability of a careless turn: a random question (sometimes an open one) or an early guess.
+        top_k: picks uniformly among the ``top_k`` best-splitting questions (1: always a best one).
+        guess_threshold: guesses a random candidate once at most this many remain (1: only when sure).
+        memory: only the last ``memory`` turns are remembered (None: all); forgetful players repeat themselves.
+        cities: the cities it considers possible.
+        alias_prob: share of guesses that use another name than the reference spelling.
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 0.0,
+        top_k: int = 1,
+        guess_threshold: int = 1,
+        memory: int | None = None,
+        cities: Sequence[City] = CITIES,
+        alias_prob: float = 0.1,
+    ) -> None:
+        super().__init__(cities, alias_prob)
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
+        if top_k < 1 or guess_threshold < 1:
+            raise ValueError(f"top_k and guess_threshold must be at least 1, got {top_k} and {guess_threshold}")
+        if memory is not None and memory < 0:
+            raise ValueError(f"memory must be None or non-negative, got {memory}")
+        self.epsilon = epsilon
+        self.top_k = top_k
+        self.guess_threshold = guess_threshold
+        self.memory = memory
+
+    def ask(self, history: History, rng: random.Random) -> str:
+        remembered = history
+        if self.memory is not None:
+            remembered = history[len(history) - self.memory :] if self.memory else []
+        alive = self.candidates(remembered)
+        if not alive:
+            # Contradictory memories (a forgetful player, or a secret the table does not know): start over.
+            alive = list(range(len(self.cities)))
+        if rng.random() < self.epsilon:
+            if rng.random() < 0.6:
+                pool = DESCRIPTIVE_QUESTIONS if rng.random() < 0.3 else SPLIT_QUESTIONS
+                return _vary(rng.choice(pool), rng)
+            return self._guess(alive, rng)
+        if len(alive) <= self.guess_threshold:
+            return self._guess(alive, rng)
+        asked = {question for question, _ in remembered}
+        scored = []
+        for question in SPLIT_QUESTIONS:
+            if question in asked:
+                continue
+            table = oracle_answers(question)
+            groups: dict[str, int] = {}
+            for i in alive:
+                answer = table[self._indices[i]]
+                groups[answer] = groups.get(answer, 0) + 1
+            if len(groups) > 1:
+                # Expected number of candidates left after the answer (smaller is better).
+                scored.append((sum(n * n for n in groups.values()) / len(alive), rng.random(), question))
+        if not scored:
+            return self._guess(alive, rng)
+        scored.sort()
+        _, _, question = rng.choice(scored[: self.top_k])
+        return _vary(question, rng)
+
+
+def make_city_questioner(skill: float, cities: Sequence[City] = CITIES) -> CityQuestioner:
+    """A scripted player of the given skill: 0 plays at random, 1 always asks a best-splitting question."""
+    if not 0.0 <= skill <= 1.0:
+        raise ValueError(f"skill must lie in [0, 1], got {skill}")
+    if skill == 0.0:
+        return RandomCityQuestioner(guess_prob=0.2, cities=cities)
+    slack = 1.0 - skill
+    return GreedyCityQuestioner(
+        epsilon=0.7 * slack,
+        top_k=1 + round(60 * slack**2),
+        guess_threshold=1 + round(3 * slack),
+        memory=None if skill >= 0.8 else 2 + round(12 * skill),
+        cities=cities,
+    )
+
+
+def play_city_game(
+    questioner: CityQuestioner,
+    city: City,
+    oracle: Oracle,
+    rng: random.Random,
+    max_turns: int = 20,
+    match: str = "reference",
+) -> PlayedGame:
+    """Play one game against ``oracle`` with ``city`` hidden, under the environment's rules (leak check, win check)."""
+    turns: list[tuple[str, str]] = []
+    for _ in range(max_turns):
+        question = questioner.ask(turns, rng)
+        answer = censor(oracle.answer([city.reference_text], [question])[0], city, match)
+        turns.append((question, answer))
+        if question_names_city(question, city, match):
+            return PlayedGame(turns, True)
+    return PlayedGame(turns, False)

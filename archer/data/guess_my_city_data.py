@@ -1,0 +1,289 @@
+"""The reference's Guess My City offline data format (ARCHER_SPEC.md 3.7): load, check, convert, generate, save.
+
+A dataset file is a JSON list of games::
+
+    [{"conversation": ["Is your city in Asia? Yes, it is in Asia.", ...], "done": true, "word": "bombay,india"}]
+
+Each utterance is a question followed by the oracle's free-form answer; ``done`` says the game was won (the last
+question named the city); ``word`` is ``"city,country"``. The reference ships one such file,
+``dataset/guess_my_city.json`` (950 games), in its GitHub repository YifeiZhou02/ArCHer.
+
+Splitting an utterance into question and answer:
+
+- the question is the text up to and including the first ``"?"``; the answer is the rest, stripped;
+- if the question contains line breaks, only its last line is kept: in the reference file (934 utterances with
+  line breaks, all inside the question) the earlier lines are lead-ins such as "Based on the information provided,
+  my next question would be:", which a policy that stops at a newline could never produce;
+- control characters in the answer become spaces, so each turn stays one line of the history;
+- an utterance without ``"?"``, or with nothing after it, is malformed (``DatasetError`` names the file, the
+  record and the utterance); the reference file has none.
+
+Generate a file from scripted questioners and the built-in oracle with::
+
+    python -m archer.data.guess_my_city_data --out data/guess_my_city_generated.json --episodes 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from archer.data.city_questioners import CityQuestioner, make_city_questioner, play_city_game
+from archer.data.trajectory import Trajectory
+from archer.envs.city_facts import CITIES, City
+from archer.envs.oracles import Oracle
+from archer.envs.twenty_questions import INITIAL_OBSERVATION
+
+logger = logging.getLogger(__name__)
+
+MAX_TURNS = 20
+DEFAULT_SKILL_MIX: tuple[tuple[float, float], ...] = ((0.0, 0.15), (0.25, 0.3), (0.5, 0.3), (0.75, 0.15), (1.0, 0.1))
+"""(skill, weight) pairs: the share of generated games played at each ``make_city_questioner`` skill."""
+
+MISSING_DATASET = (
+    "{path}: Guess My City dataset not found. The reference's dataset is the raw file dataset/guess_my_city.json in "
+    "the public GitHub repository YifeiZhou02/ArCHer (github.com/YifeiZhou02/ArCHer); download it and set "
+    "data.path to where you saved it, or set data.path=null to generate games with scripted questioners against the "
+    "built-in oracle."
+)
+
+_KEYS = ("conversation", "done", "word")
+_PROGRESS_BAR_FROM = 1000
+_LINE_BREAKS = re.compile(r"[\n\r\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+class DatasetError(ValueError):
+    """A Guess My City dataset file is missing or malformed; the message names the file and the record."""
+
+
+@dataclass
+class CityConversation:
+    """One Guess My City game in the reference's format.
+
+    Attributes:
+        conversation: ``"<question>? <answer>"`` utterances, one per turn, at most 20.
+        done: the last question named the city.
+        word: ``"city,country"`` in lower case, as the reference writes it (``"bombay,india"``).
+    """
+
+    conversation: list[str]
+    done: bool
+    word: str
+
+    @property
+    def episode_return(self) -> float:
+        """-1 per turn, 0 for the last turn of a won game."""
+        return -float(len(self.conversation) - (1 if self.done and self.conversation else 0))
+
+
+def split_utterance(utterance: str) -> tuple[str, str]:
+    """``(question, answer)`` of one utterance, following the module's rules.
+
+    Raises:
+        ValueError: the utterance has no ``"?"`` or no answer after it.
+    """
+    end = utterance.find("?")
+    if end < 0:
+        raise ValueError("it has no '?'; an utterance is '<question>? <answer>'")
+    lines = [line for line in _LINE_BREAKS.split(utterance[: end + 1]) if line.strip()]
+    question = lines[-1].strip()
+    answer = _CONTROL.sub(" ", utterance[end + 1 :]).strip()
+    if not answer:
+        raise ValueError("it has no answer after the question's '?'")
+    return question, answer
+
+
+def _shorten(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_record(record: Any, index: int, path: str) -> CityConversation:
+    where = f"{path}: record {index}"
+    if not isinstance(record, dict):
+        raise DatasetError(
+            f"{where} is a JSON {type(record).__name__}, expected an object with keys {', '.join(_KEYS)}"
+        )
+    missing = [key for key in _KEYS if key not in record]
+    if missing:
+        raise DatasetError(f"{where} has no {', '.join(repr(k) for k in missing)} (keys found: {sorted(record)})")
+    conversation, done, word = record["conversation"], record["done"], record["word"]
+    if not isinstance(conversation, list):
+        raise DatasetError(f"{where}: 'conversation' must be a list of strings, got a {type(conversation).__name__}")
+    if not conversation:
+        raise DatasetError(f"{where}: 'conversation' is empty; a game has at least one question")
+    if len(conversation) > MAX_TURNS:
+        raise DatasetError(f"{where} has {len(conversation)} utterances; the game allows at most {MAX_TURNS}")
+    for number, utterance in enumerate(conversation):
+        if not isinstance(utterance, str):
+            raise DatasetError(f"{where}: utterance {number} is a {type(utterance).__name__}, expected a string")
+        try:
+            split_utterance(utterance)
+        except ValueError as error:
+            raise DatasetError(f"{where}: utterance {number} {_shorten(utterance)} is malformed: {error}") from None
+    if not isinstance(done, bool):
+        raise DatasetError(f"{where}: 'done' must be true or false, got {_shorten(done)}")
+    if not isinstance(word, str) or not word.strip():
+        raise DatasetError(f"{where}: 'word' must be a non-empty 'city,country' string, got {_shorten(word)}")
+    return CityConversation(list(conversation), done, word)
+
+
+def load_guess_my_city_dataset(path: str | os.PathLike[str]) -> list[CityConversation]:
+    """Read and check a Guess My City JSON file in the reference's format.
+
+    Raises:
+        DatasetError: if the file is missing (the message says where to get the reference's file), is not JSON, or
+            any record breaks the format; the message names the file, the record and what is wrong.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise DatasetError(MISSING_DATASET.format(path=path))
+    try:
+        with open(path, encoding="utf-8") as file:
+            records = json.load(file)
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: not valid JSON ({error}); expected a list of game objects") from error
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"{path}: not UTF-8 text ({error}); expected a JSON list of games") from error
+    if not isinstance(records, list):
+        raise DatasetError(f"{path}: the top level is a JSON {type(records).__name__}, expected a list of games")
+    return [_check_record(record, index, path) for index, record in enumerate(records)]
+
+
+def save_guess_my_city_dataset(conversations: Sequence[CityConversation], path: str | os.PathLike[str]) -> None:
+    """Write ``conversations`` as JSON, one record per line; atomic (a crash never leaves a half-written file).
+
+    Raises:
+        DatasetError: if a conversation breaks the format (checked before anything is written).
+    """
+    target = Path(path)
+    records = [asdict(conversation) for conversation in conversations]
+    for index, record in enumerate(records):
+        _check_record(record, index, f"{target} (not written)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(f"[\n{text}\n]\n" if records else "[]\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def conversation_to_trajectory(conversation: CityConversation) -> Trajectory:
+    """One game as a trajectory: -1 per turn, 0 on the last turn of a won game; won games are terminated, the
+    others truncated. Observations are the environment's history: ``"Questions:\\n"`` plus one
+    ``"<question> <answer>\\n"`` line per earlier turn."""
+    observations = [INITIAL_OBSERVATION]
+    actions: list[str] = []
+    for utterance in conversation.conversation:
+        question, answer = split_utterance(utterance)
+        actions.append(question)
+        observations.append(observations[-1] + f"{question} {answer}\n")
+    rewards = [-1.0] * len(actions)
+    if conversation.done:
+        rewards[-1] = 0.0
+    return Trajectory(
+        observations=observations,
+        actions=actions,
+        rewards=rewards,
+        terminated=conversation.done,
+        truncated=not conversation.done,
+        info={"success": conversation.done, "city": conversation.word},
+    )
+
+
+def reference_word(city: City) -> str:
+    """``"city,country"`` as the reference's dataset writes it (lower case, no space)."""
+    return f"{city.key.lower()},{city.country_ref.lower()}"
+
+
+def generate_guess_my_city_dataset(
+    num_episodes: int,
+    seed: int,
+    oracle: Oracle | None = None,
+    cities: Sequence[City] = CITIES,
+    skill_mix: Sequence[tuple[float, float]] = DEFAULT_SKILL_MIX,
+    max_turns: int = MAX_TURNS,
+    match: str = "reference",
+    progress: bool | None = None,
+) -> list[CityConversation]:
+    """Play scripted questioners of mixed skill against an oracle and record the games in the reference's format.
+
+    Args:
+        num_episodes: number of games.
+        seed: the same seed (and arguments) gives the same data.
+        oracle: answers the questions; the built-in knowledge-base oracle when None.
+        cities: hidden cities, drawn uniformly, and the candidates the questioners consider.
+        skill_mix: (skill, weight) pairs; each game's questioner skill is drawn with these weights.
+        max_turns: questions per game, at most 20 (the format's limit).
+        match: the environment's win and leak checks (``reference`` or ``word``).
+        progress: show a progress bar; by default only for 1,000 episodes or more.
+    """
+    if num_episodes < 0:
+        raise ValueError(f"num_episodes must be non-negative, got {num_episodes}")
+    if not 1 <= max_turns <= MAX_TURNS:
+        raise ValueError(f"max_turns must lie in [1, {MAX_TURNS}], got {max_turns}")
+    if not skill_mix or sum(weight for _, weight in skill_mix) <= 0:
+        raise ValueError("skill_mix needs at least one (skill, weight) pair with a positive weight")
+    if oracle is None:
+        from archer.envs.city_oracle import CityKnowledgeOracle
+
+        oracle = CityKnowledgeOracle()
+    cities = tuple(cities)
+    if not cities:
+        raise ValueError("cities is empty; give at least one hidden city")
+    skills = [skill for skill, _ in skill_mix]
+    weights = [weight for _, weight in skill_mix]
+    questioners: dict[float, CityQuestioner] = {skill: make_city_questioner(skill, cities) for skill in skills}
+    rng = random.Random(seed)
+    conversations = []
+    show = progress if progress is not None else num_episodes >= _PROGRESS_BAR_FROM
+    for _ in tqdm(range(num_episodes), desc="guess my city games", unit="game", disable=not show):
+        city = rng.choice(cities)
+        skill = rng.choices(skills, weights)[0]
+        game = play_city_game(questioners[skill], city, oracle, random.Random(rng.getrandbits(64)), max_turns, match)
+        lines = [f"{question} {answer}" for question, answer in game.turns]
+        conversations.append(CityConversation(lines, game.success, reference_word(city)))
+    if conversations:
+        logger.info(
+            "generated %d Guess My City games: success rate %.3f, mean return %.2f",
+            len(conversations),
+            sum(c.done for c in conversations) / len(conversations),
+            sum(c.episode_return for c in conversations) / len(conversations),
+        )
+    return conversations
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: generate a dataset file."""
+    parser = argparse.ArgumentParser(description="Generate a Guess My City dataset in the reference's format.")
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--episodes", type=int, default=2000, help="number of games (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--match", choices=("reference", "word"), default="reference", help="win and leak checks")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    games = generate_guess_my_city_dataset(args.episodes, args.seed, match=args.match)
+    save_guess_my_city_dataset(games, args.out)
+    logger.info("wrote %s", args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""FrozenLake as a batched text game (RAGEN's setting), on gymnasium's FrozenLake dynamics.
+
+Game ``i`` is a random ``size`` x ``size`` map generated from seed ``i``: each cell is frozen with probability
+``frozen_prob``, otherwise a hole; start and goal are two random distinct frozen cells (RAGEN places them at random
+too; gymnasium's own generator always uses the corners), and the map is redrawn until the goal can be reached in at
+most ``max_path_length`` moves. gymnasium's ``FrozenLakeEnv`` then plays the map: with ``is_slippery`` a move goes
+the intended way with probability 1/3 and to either side otherwise (RAGEN's default), and the slips are drawn from
+a generator seeded by the batched environment, so a seeded reset replays the same games.
+
+Reward 1 on reaching the goal, 0 otherwise (gymnasium's schedule); the game ends (terminated) on the goal or in a
+hole, and is truncated after ``max_turns`` turns (RAGEN: 10 actions). A move into the edge leaves the player in
+place. Grid symbols are RAGEN's: ``P`` player, ``_`` frozen ice, ``O`` hole, ``G`` goal, ``X`` player in a hole,
+``√`` player on the goal.
+
+Requires the optional ``gymnasium`` package (``pip install -e '.[grid]'``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from functools import lru_cache
+
+import numpy as np
+
+from archer.config import EnvConfig, FrozenLakeEnvConfig
+from archer.envs.grid_games import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome
+
+_SYMBOLS = {"S": "_", "F": "_", "H": "O", "G": "G"}
+
+
+def _import_frozen_lake():
+    try:
+        from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
+    except ImportError as error:
+        raise ImportError(
+            "the frozenlake environment needs gymnasium: pip install -e '.[grid]' (or pip install gymnasium)"
+        ) from error
+    return FrozenLakeEnv
+
+
+def shortest_path(desc: tuple[str, ...], start: tuple[int, int]) -> list[str] | None:
+    """Moves of a shortest hole-free path from ``start`` to the goal on map ``desc``, or None when there is none.
+
+    Slipping is ignored: this is the plan a non-slippery lake would follow exactly. Moves are tried in the order
+    left, down, right, up, so the path is deterministic.
+    """
+    rows, cols = len(desc), len(desc[0])
+    parent: dict[tuple[int, int], tuple[tuple[int, int], str] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        cell = queue.popleft()
+        if desc[cell[0]][cell[1]] == "G":
+            moves: list[str] = []
+            while parent[cell] is not None:
+                cell, move = parent[cell]  # type: ignore[misc]
+                moves.append(move)
+            return moves[::-1]
+        for move in DIRECTIONS:
+            dr, dc = OFFSETS[move]
+            nxt = (cell[0] + dr, cell[1] + dc)
+            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and nxt not in parent and desc[nxt[0]][nxt[1]] != "H":
+                parent[nxt] = (cell, move)
+                queue.append(nxt)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def generate_map(game_id: int, size: int, frozen_prob: float, max_path_length: int) -> tuple[str, ...]:
+    """Map ``game_id``: rows of ``S`` (start), ``F`` (frozen), ``H`` (hole), ``G`` (goal); always solvable.
+
+    Raises:
+        RuntimeError: no solvable map within 1,000 draws (a tiny ``frozen_prob`` or ``max_path_length``).
+    """
+    rng = np.random.default_rng([game_id, size])
+    for _ in range(1000):
+        frozen = rng.random((size, size)) < frozen_prob
+        start, goal = rng.choice(size * size, size=2, replace=False)
+        grid = [["F" if cell else "H" for cell in row] for row in frozen]
+        grid[start // size][start % size] = "S"
+        grid[goal // size][goal % size] = "G"
+        desc = tuple("".join(row) for row in grid)
+        path = shortest_path(desc, (int(start) // size, int(start) % size))
+        if path is not None and len(path) <= max_path_length:
+            return desc
+    raise RuntimeError(
+        f"no solvable {size}x{size} FrozenLake map with frozen_prob={frozen_prob} and a path of at most "
+        f"{max_path_length} moves in 1000 draws; raise env.frozen_prob or env.max_turns"
+    )
+
+
+class FrozenLakeEnv(GridGameEnv):
+    """Batched FrozenLake with text observations.
+
+    Args:
+        batch_size: games played at once.
+        max_turns: turns before a game is cut.
+        size: the map's side length (RAGEN: 4).
+        frozen_prob: probability that a generated cell is frozen rather than a hole (RAGEN ``p``: 0.8).
+        is_slippery: moves slip sideways with probability 2/3 (RAGEN: true).
+        num_maps: how many distinct maps (game ids) there are.
+        history_length: past turns listed in the observation.
+        invalid_action_penalty: added to the reward of a turn whose utterance names no move.
+        seed: seed of the generator that draws maps and slips.
+    """
+
+    def __init__(
+        self,
+        batch_size: int = 32,
+        max_turns: int = 10,
+        size: int = 4,
+        frozen_prob: float = 0.8,
+        is_slippery: bool = True,
+        num_maps: int = 10_000,
+        history_length: int = 3,
+        invalid_action_penalty: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        if size < 2:
+            raise ValueError(f"size must be at least 2, got {size}")
+        if not 0 < frozen_prob <= 1:
+            raise ValueError(f"frozen_prob must be in (0, 1], got {frozen_prob}")
+        if num_maps <= 0:
+            raise ValueError(f"num_maps must be positive, got {num_maps}")
+        self._gym_class = _import_frozen_lake()
+        self.size = size
+        self.frozen_prob = frozen_prob
+        self.is_slippery = is_slippery
+        self.num_maps = num_maps
+        self._maps: list[tuple[str, ...]] = []
+        self._games: list = []
+        super().__init__(batch_size, max_turns, history_length, invalid_action_penalty, seed)
+
+    @property
+    def num_games(self) -> int:
+        return self.num_maps
+
+    @property
+    def rules(self) -> str:
+        slip = " The ice is slippery: a move may take you sideways instead." if self.is_slippery else ""
+        return (
+            "FrozenLake: walk from your position P to the goal G over the frozen lake without falling into a hole O."
+            f"{slip} Answer with one move: left, right, up or down."
+        )
+
+    @property
+    def legend(self) -> str:
+        return "P player, _ frozen ice, O hole, G goal, X player in a hole, √ player on the goal"
+
+    def map(self, slot: int) -> tuple[str, ...]:
+        """The map of the game in ``slot`` (rows of S, F, H, G)."""
+        return self._maps[slot]
+
+    def position(self, slot: int) -> tuple[int, int]:
+        """The player's (row, column) in ``slot``."""
+        return divmod(int(self._games[slot].s), self.size)
+
+    def _prepare_batch(self, num_games: int) -> None:
+        super()._prepare_batch(num_games)
+        self._maps = [()] * num_games
+        self._games = [None] * num_games
+
+    def _new_game(self, slot: int, game_id: int) -> None:
+        desc = generate_map(game_id, self.size, self.frozen_prob, self.max_turns)
+        game = self._gym_class(desc=list(desc), is_slippery=self.is_slippery)
+        game.reset(seed=self._rng.randrange(2**31))
+        self._maps[slot] = desc
+        self._games[slot] = game
+
+    def _move(self, slot: int, direction: str) -> MoveOutcome:
+        before = self.position(slot)
+        _, reward, terminated, _, _ = self._games[slot].step(DIRECTIONS.index(direction))
+        after = self.position(slot)
+        tile = self._maps[slot][after[0]][after[1]]
+        if tile == "H":
+            note = "fell into a hole"
+        elif after == before:
+            note = "no effect"
+        else:
+            moved = next(m for m, (dr, dc) in OFFSETS.items() if (before[0] + dr, before[1] + dc) == after)
+            note = "moved" if moved == direction else f"slipped {moved}"
+        return MoveOutcome(reward=float(reward), terminated=bool(terminated), success=tile == "G", note=note)
+
+    def render(self, slot: int) -> str:
+        row, col = self.position(slot)
+        lines = []
+        for r, line in enumerate(self._maps[slot]):
+            cells = [_SYMBOLS[ch] for ch in line]
+            if r == row:
+                cells[col] = {"H": "X", "G": "√"}.get(line[col], "P")
+            lines.append(" ".join(cells))
+        return "\n".join(lines)
+
+    def _info(self, slot: int) -> dict:
+        return {"map": "/".join(self._maps[slot])}
+
+    def solver_move(self, slot: int) -> str | None:
+        """The first move of a shortest hole-free path from the player to the goal (slips ignored), or None."""
+        path = shortest_path(self._maps[slot], self.position(slot))
+        return path[0] if path else None
+
+    def copy(self, batch_size: int = 1, seed: int | None = None) -> FrozenLakeEnv:
+        return FrozenLakeEnv(
+            batch_size=batch_size,
+            max_turns=self.max_turns,
+            size=self.size,
+            frozen_prob=self.frozen_prob,
+            is_slippery=self.is_slippery,
+            num_maps=self.num_maps,
+            history_length=self.history_length,
+            invalid_action_penalty=self.invalid_action_penalty,
+            seed=seed,
+        )
+
+
+def make_frozen_lake_env(cfg: EnvConfig, seed: int | None = None) -> FrozenLakeEnv:
+    """The environment ``cfg`` (a ``FrozenLakeEnvConfig``) describes."""
+    assert isinstance(cfg, FrozenLakeEnvConfig)
+    return FrozenLakeEnv(
+        batch_size=cfg.batch_size,
+        max_turns=cfg.max_turns,
+        size=cfg.size,
+        frozen_prob=cfg.frozen_prob,
+        is_slippery=cfg.is_slippery,
+        num_maps=cfg.num_maps,
+        history_length=cfg.history_length,
+        invalid_action_penalty=cfg.invalid_action_penalty,
+        seed=seed,
+    )

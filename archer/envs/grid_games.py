@@ -1,0 +1,204 @@
+"""What the text grid games (FrozenLake, Sokoban) share: move parsing, turn limit, short history, observations.
+
+These are the grid puzzles RAGEN trains its ArCHer baseline on, as batched text environments. The agent sees the
+rules, a legend, its last few moves and the current grid; it answers with a move. The move is the first direction
+word in the utterance (``left``, ``right``, ``up``, ``down``, any case, anywhere in the text): "Up", "move left",
+"LEFT." and "<answer>Right</answer>" all parse. An utterance without a direction word is an invalid action: the
+board does not change, the turn still counts, the game adds ``invalid_action_penalty`` (default 0) to its usual
+reward for the turn, and ``info["invalid_action"]`` is True.
+
+Observation layout (every part on its own lines, ending with a newline so that an utterance's tokens never merge
+with the prompt's)::
+
+    <rules, one paragraph>
+    Legend: <symbol meanings>
+    Recent moves: left (moved), up (blocked), invalid      <- the last ``history_length`` turns, or "none"
+    Turns left: 7
+    Grid:
+    # # # # # #
+    ...
+"""
+
+from __future__ import annotations
+
+import re
+from abc import abstractmethod
+from dataclasses import dataclass
+
+from archer.envs.base import BatchedTextEnv, StepResult
+
+DIRECTIONS = ("left", "down", "right", "up")
+"""Move words, in gymnasium FrozenLake's action order (0 left, 1 down, 2 right, 3 up)."""
+
+OFFSETS: dict[str, tuple[int, int]] = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}
+"""(row, column) change of each move; row 0 is the top of the grid."""
+
+_DIRECTION_WORD = re.compile(r"\b(left|right|up|down)\b", re.IGNORECASE)
+
+
+def parse_direction(utterance: str) -> str | None:
+    """The first direction word in ``utterance``, lower-cased, or None when it has none."""
+    match = _DIRECTION_WORD.search(utterance)
+    return match.group(1).lower() if match else None
+
+
+@dataclass
+class MoveOutcome:
+    """What one valid move did to one game.
+
+    Attributes:
+        reward: the game's reward for the move (before any invalid-action penalty, which cannot apply here).
+        terminated: the game ended by its rules (goal reached, fell into a hole, puzzle solved).
+        success: the game was won.
+        note: a few words for the history line, e.g. ``"moved"``, ``"blocked"``, ``"pushed a box"``.
+    """
+
+    reward: float
+    terminated: bool
+    success: bool
+    note: str
+
+
+class GridGameEnv(BatchedTextEnv):
+    """Turn bookkeeping and observations of a batched grid game; subclasses own the board and its rules.
+
+    Args:
+        batch_size: games played at once.
+        max_turns: turns before a game is cut (truncated).
+        history_length: how many past turns the observation lists.
+        invalid_action_penalty: added to the turn's reward when the utterance names no move (e.g. -0.1).
+        seed: seed of the generator that draws games (and any randomness of the dynamics).
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        max_turns: int,
+        history_length: int = 3,
+        invalid_action_penalty: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        if max_turns <= 0:
+            raise ValueError(f"max_turns must be positive, got {max_turns}")
+        if history_length < 0:
+            raise ValueError(f"history_length must be >= 0, got {history_length}")
+        self.max_turns = max_turns
+        self.history_length = history_length
+        self.invalid_action_penalty = invalid_action_penalty
+        self._turns: list[int] = []
+        self._history: list[list[str]] = []
+        super().__init__(batch_size, seed)
+
+    # ---- what a game supplies -------------------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def rules(self) -> str:
+        """One paragraph: the goal, the dynamics and the answer format."""
+
+    @property
+    @abstractmethod
+    def legend(self) -> str:
+        """What each grid symbol means."""
+
+    @abstractmethod
+    def _new_game(self, slot: int, game_id: int) -> None:
+        """Set up game ``game_id`` in ``slot``."""
+
+    @abstractmethod
+    def _move(self, slot: int, direction: str) -> MoveOutcome:
+        """Apply one move to the game in ``slot``."""
+
+    @abstractmethod
+    def render(self, slot: int) -> str:
+        """The current grid of ``slot``: one line per row, cells separated by spaces."""
+
+    @abstractmethod
+    def solver_move(self, slot: int) -> str | None:
+        """The scripted solver's next move in ``slot`` (first move of a shortest solution), or None if unsolvable."""
+
+    @abstractmethod
+    def copy(self, batch_size: int = 1, seed: int | None = None) -> GridGameEnv:
+        """A new environment with the same settings (and no games started)."""
+
+    def _step_reward(self) -> float:
+        """Reward every turn gets on top of the move's own (Sokoban's step cost); 0 by default."""
+        return 0.0
+
+    def _info(self, slot: int) -> dict:
+        """Game-specific facts added to every step's ``info``."""
+        return {}
+
+    # ---- the shared turn logic ------------------------------------------------------------------------------
+
+    def turns(self, slot: int) -> int:
+        """Turns played so far in ``slot``."""
+        return self._turns[slot]
+
+    def observation(self, slot: int) -> str:
+        """What the agent sees in ``slot`` now."""
+        recent = self._history[slot][-self.history_length :] if self.history_length else []
+        lines = [
+            self.rules,
+            f"Legend: {self.legend}",
+            f"Recent moves: {', '.join(recent) if recent else 'none'}",
+            f"Turns left: {self.max_turns - self._turns[slot]}",
+            "Grid:",
+            self.render(slot),
+        ]
+        return "\n".join(lines) + "\n"
+
+    def corpus(self) -> list[str]:
+        """Observations and solver moves of the first 64 games, played by the solver on a seeded copy.
+
+        Deterministic (the embedded tokenizer's cache is keyed by it). Every fourth game opens with an utterance that
+        is not a move, so the history's ``invalid`` entry appears too.
+        """
+        env = self.copy(batch_size=1, seed=0)
+        texts = []
+        for game_id in range(min(64, self.num_games)):
+            observation = env.reset(game_ids=[game_id])[0]
+            turn = 0
+            while env.active[0]:
+                move = "wait" if turn == 0 and game_id % 4 == 3 else (env.solver_move(0) or "up")
+                texts.append(f"{observation}{move}\n")
+                result = env.step([move])[0]
+                assert result is not None
+                observation = result.observation
+                turn += 1
+            texts.append(observation)
+        return texts
+
+    def _prepare_batch(self, num_games: int) -> None:
+        self._turns = [0] * num_games
+        self._history = [[] for _ in range(num_games)]
+
+    def _reset_game(self, slot: int, game_id: int | None) -> str:
+        self._new_game(slot, game_id if game_id is not None else self._rng.randrange(self.num_games))
+        return self.observation(slot)
+
+    def _step_games(self, slots: list[int], actions: list[str]) -> list[StepResult]:
+        results = []
+        for slot, action in zip(slots, actions, strict=True):
+            self._turns[slot] += 1
+            direction = parse_direction(action)
+            reward = self._step_reward()
+            if direction is None:
+                outcome = MoveOutcome(reward=self.invalid_action_penalty, terminated=False, success=False, note="")
+                self._history[slot].append("invalid")
+            else:
+                outcome = self._move(slot, direction)
+                self._history[slot].append(f"{direction} ({outcome.note})")
+            reward += outcome.reward
+            truncated = not outcome.terminated and self._turns[slot] >= self.max_turns
+            info = {"success": outcome.success, "invalid_action": direction is None, "move": direction or ""}
+            results.append(
+                StepResult(
+                    observation=self.observation(slot),
+                    reward=float(reward),
+                    terminated=outcome.terminated,
+                    truncated=truncated,
+                    info=info | self._info(slot),
+                )
+            )
+        return results

@@ -1,0 +1,214 @@
+"""Guess My City (ARCHER_SPEC.md 3.3), batched.
+
+The agent asks free-form questions to find the oracle's home town, one of the reference's 91 cities; the oracle
+answers in free text. The observation is the whole history: ``"Questions:\\n"`` followed by one
+``"<question> <answer>\\n"`` line per turn. Reward is -1 per turn and 0 on the winning turn; the game ends when a
+question names the city (terminated) or after ``max_turns`` questions (truncated). Returns lie in [-20, 0].
+
+The oracle receives each secret as the reference's ``"City, Country"`` text (``"Bombay, India"``), which is what
+the reference's flan-t5 oracle was prompted with and which the knowledge-base oracle also accepts.
+
+Matching (``match``), used both for the win check and for the leak check (an answer that mentions the city is
+replaced by ``CENSORED``, which the reference added after the agent learned to make the oracle say the name):
+
+- ``reference`` (the default, to stay comparable with the reference): the lower-cased reference spelling of the
+  city (the part before the comma) as a substring. Any question containing "climate" wins for Lima, "typically"
+  for Cali, "comparison" for Paris, "El Salvador" for Salvador and "chrome" for Rome, and answers containing
+  those words are censored. Aliases do not count: "Is it Mumbai?" does not win for Bombay.
+- ``word``: any name of the city (reference spelling, corrected name, aliases such as Mumbai, Kolkata, Kyiv,
+  Busan, Havana, Xi'an) on word boundaries, accents and case ignored; "El Salvador" is not Salvador.
+
+Deliberate differences from the reference, harmless for comparability:
+- Line breaks and other control characters in a question or an answer are written to the history as spaces, so
+  every turn stays one line of the history.
+- Finished games are skipped: the oracle only answers the games still being played.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.city_facts import CITIES, COUNTRIES, City
+from archer.envs.city_oracle import CityKnowledgeOracle, answer_question, mentioned_cities
+from archer.envs.oracles import Oracle
+from archer.envs.twenty_questions import INITIAL_OBSERVATION, clean_question
+
+MATCH_MODES = ("reference", "word")
+CENSORED = "I can't answer that question."
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def reference_name(city: City) -> str:
+    """The lower-cased reference spelling of the city (the reference's ``curr_word.lower().split(",")[0]``)."""
+    return city.key.lower()
+
+
+def question_names_city(question: str, city: City, match: str = "reference") -> bool:
+    """The win check: does ``question`` name ``city``?
+
+    ``reference``: after cutting trailing non-letters (an empty question never wins), the reference spelling is
+    a substring of the lower-cased question. ``word``: any name of the city on word boundaries.
+    """
+    if match == "reference":
+        text = question.rstrip()
+        while text and not text[-1].isalpha():
+            text = text[:-1]
+        return bool(text) and reference_name(city) in text.lower()
+    if match == "word":
+        return city.key in mentioned_cities(question)
+    raise ValueError(f"unknown match {match!r}; choose one of {', '.join(MATCH_MODES)}")
+
+
+def answer_mentions_city(answer: str, city: City, match: str = "reference") -> bool:
+    """The leak check: does ``answer`` mention ``city`` (substring or word match, as ``question_names_city``)?"""
+    if match == "reference":
+        return reference_name(city) in answer.lower()
+    if match == "word":
+        return city.key in mentioned_cities(answer)
+    raise ValueError(f"unknown match {match!r}; choose one of {', '.join(MATCH_MODES)}")
+
+
+def clean_answer(answer: str) -> str:
+    """The answer as written into the history: one line, no control characters, no outer spaces."""
+    return _CONTROL.sub(" ", answer).strip()
+
+
+def censor(answer: str, city: City, match: str = "reference") -> str:
+    """``answer`` cleaned, or ``CENSORED`` if it mentions the city."""
+    answer = clean_answer(answer)
+    return CENSORED if answer_mentions_city(answer, city, match) else answer
+
+
+class GuessMyCityEnv(BatchedTextEnv):
+    """Batched Guess My City.
+
+    Args:
+        oracle: answers a batch of (``"City, Country"`` text, question) pairs in free text.
+        cities: the cities that can be drawn; game id ``i`` is ``cities[i]`` (the reference's 91 by default).
+        batch_size: games played at once.
+        max_turns: questions per game (reference: 20).
+        match: ``reference`` (substring, the default) or ``word`` (word boundaries and aliases).
+        seed: seed of the generator that draws hidden cities.
+    """
+
+    def __init__(
+        self,
+        oracle: Oracle,
+        cities: Sequence[City] = CITIES,
+        batch_size: int = 32,
+        max_turns: int = 20,
+        match: str = "reference",
+        seed: int | None = None,
+    ) -> None:
+        if not cities:
+            raise ValueError("GuessMyCityEnv needs at least one city")
+        if match not in MATCH_MODES:
+            raise ValueError(f"unknown match {match!r}; choose one of {', '.join(MATCH_MODES)}")
+        if max_turns <= 0:
+            raise ValueError(f"max_turns must be positive, got {max_turns}")
+        self.cities = tuple(cities)
+        self.oracle = oracle
+        self.max_turns = max_turns
+        self.match = match
+        self._hidden: list[City] = []
+        self._history: list[str] = []
+        self._turns: list[int] = []
+        super().__init__(batch_size, seed)
+
+    @property
+    def num_games(self) -> int:
+        return len(self.cities)
+
+    def hidden_city(self, slot: int) -> City:
+        """The city hidden in ``slot`` of the current batch (for analysis and scripted players)."""
+        return self._hidden[slot]
+
+    def _prepare_batch(self, num_games: int) -> None:
+        self._hidden = [self.cities[0]] * num_games
+        self._history = [INITIAL_OBSERVATION] * num_games
+        self._turns = [0] * num_games
+
+    def _reset_game(self, slot: int, game_id: int | None) -> str:
+        self._hidden[slot] = self.cities[game_id] if game_id is not None else self._rng.choice(self.cities)
+        return INITIAL_OBSERVATION
+
+    def _step_games(self, slots: list[int], actions: list[str]) -> list[StepResult]:
+        questions = [clean_question(action) for action in actions]
+        answers = self.oracle.answer([self._hidden[i].reference_text for i in slots], questions)
+        results = []
+        for slot, question, raw_answer in zip(slots, questions, answers, strict=True):
+            city = self._hidden[slot]
+            answer = censor(raw_answer, city, self.match)
+            self._turns[slot] += 1
+            self._history[slot] += f"{question} {answer}\n"
+            success = question_names_city(question, city, self.match)
+            truncated = not success and self._turns[slot] >= self.max_turns
+            results.append(
+                StepResult(
+                    observation=self._history[slot],
+                    reward=0.0 if success else -1.0,
+                    terminated=success,
+                    truncated=truncated,
+                    info={"success": success, "city": city.key, "answer": answer},
+                )
+            )
+        return results
+
+    def corpus(self) -> list[str]:
+        """Histories of typical questions and the built-in oracle's answers, for the embedded tokenizers.
+
+        Deterministic (the tokenizer cache is keyed by it): every city gets one history of the same questions
+        (location, language, climate, size, fame, food, sights) followed by a guess of its name and a wrong guess.
+        """
+        from archer.data.city_questioners import CORPUS_QUESTIONS, guess_question
+
+        corpus = []
+        for index, city in enumerate(CITIES):
+            other = CITIES[(index * 7 + 3) % len(CITIES)]
+            lines = [f"{q} {censor(answer_question(city, q), city, 'word')}" for q in CORPUS_QUESTIONS]
+            for guess in (guess_question(other, index), guess_question(city, index + 1)):
+                lines.append(f"{guess} {answer_question(city, guess)}")
+            corpus.append(INITIAL_OBSERVATION + "".join(line + "\n" for line in lines))
+        corpus.append(" ".join(COUNTRIES[key].name for key in COUNTRIES))
+        return corpus
+
+
+CITY_PROMPT_TEMPLATE = "Your home town is {secret}.{question}"
+"""The reference's city oracle input: ``"Your home town is Bombay, India."`` and the question, with no space."""
+
+MISSING_CITY_ORACLE = (
+    "Guess My City oracle checkpoint '{path}' not found. The reference oracle `city_t5_oracle.pt` is in the ArCHer "
+    "authors' Google Drive folder linked from the README of github.com/YifeiZhou02/ArCHer; or use "
+    "env.oracle=knowledge_base, the built-in oracle that needs no download."
+)
+
+
+def make_t5_oracle(
+    checkpoint_path: str, base_model: str = "google/flan-t5-small", device: str | None = None
+) -> Oracle:
+    """The reference's city oracle: flan-t5-small with ``city_t5_oracle.pt``, greedy, 64 new tokens, free text.
+
+    Raises:
+        FileNotFoundError: ``checkpoint_path`` does not exist; the message says where to get it.
+    """
+    if not Path(checkpoint_path).is_file():
+        raise FileNotFoundError(MISSING_CITY_ORACLE.format(path=checkpoint_path))
+    from archer.envs.t5_oracle import Seq2SeqOracle
+
+    return Seq2SeqOracle(
+        checkpoint_path=checkpoint_path,
+        base_model=base_model,
+        prompt_template=CITY_PROMPT_TEMPLATE,
+        max_new_tokens=64,
+        normalisation=None,
+        device=device,
+    )
+
+
+def make_knowledge_oracle() -> Oracle:
+    """The built-in oracle (no download)."""
+    return CityKnowledgeOracle()

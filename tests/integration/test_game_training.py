@@ -1,0 +1,67 @@
+"""ArCHer end to end on Detective, FrozenLake and Sokoban with tiny models: the shipped configs, two iterations."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from archer.trainer import Trainer
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run
+from tests.integration.test_training import ARCHER_TINY
+
+pytestmark = pytest.mark.integration
+
+DETECTIVE = os.environ.get("ARCHER_DETECTIVE_PATH", "/work/shared/data/detective.z5")
+# Noise-free walkthrough data: its few game states are the ones the Detective unit tests already searched.
+DETECTIVE_RUN = [f"env.game_path={DETECTIVE}", "env.data_noise_levels=[0.0]", "data.generate_episodes=8"]
+needs_detective = pytest.mark.skipif(
+    importlib.util.find_spec("jericho") is None or not Path(DETECTIVE).is_file(),
+    reason=f"needs the jericho extra and the Detective story file at {DETECTIVE} (set ARCHER_DETECTIVE_PATH)",
+)
+
+
+def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def changed(before: dict[str, torch.Tensor], module: torch.nn.Module) -> float:
+    after = dict(module.named_parameters())
+    return sum(not torch.equal(before[n], after[n].detach()) for n in before) / len(before)
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "gamma"),
+    [
+        pytest.param("archer_detective", DETECTIVE_RUN, 0.98, marks=needs_detective),
+        pytest.param(
+            "archer_frozenlake",
+            ["data.generate_episodes=16"],
+            0.95,
+            marks=pytest.mark.skipif(importlib.util.find_spec("gymnasium") is None, reason="needs the grid extra"),
+        ),
+        ("archer_sokoban", ["data.generate_episodes=16"], 0.95),
+    ],
+)
+def test_archer_two_iterations_train_every_network(name: str, extra: list[str], gamma: float, tmp_path: Path) -> None:
+    overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={tmp_path / 'cache'}", "algorithm.num_iterations=2", *extra]
+    cfg = compose_run(name, [*overrides, *ARCHER_TINY])
+    assert cfg.algorithm.gamma == gamma and cfg.pretrain is not None
+    trainer = Trainer(cfg, tmp_path / "run")
+    algorithm = trainer.algorithm
+    policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
+    trainer.fit()
+    assert changed(policy, trainer.policy.model) > 0.9
+    assert changed(critic, algorithm.critic) > 0.9
+    assert changed(target, algorithm.target_critic) > 0.9
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [0, 1, 2]
+    assert "actor/pg_loss" not in records[1] and "actor/pg_loss" in records[2]  # one warm-up iteration
+    assert records[2]["env/trajectories"] == 8 and records[2]["eval/episodes"] == 4
+    # Every stored transition is one step of a game of at most env.max_turns=4 steps.
+    assert 8 <= records[2]["buffer/transitions"] <= 8 * 4
+    assert list((tmp_path / "cache" / "datasets").glob(f"{cfg.env.name}-*.json"))

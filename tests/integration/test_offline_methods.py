@@ -1,0 +1,197 @@
+"""The offline methods end to end on tiny models: what each trains, what stays frozen, what data it uses, resume."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from archer.algorithms.iql_reinforce import IQLReinforceAlgorithm
+from archer.data.offline import load_offline_trajectories
+from archer.data.replay_buffer import ReplayBuffer
+from archer.data.trajectory import top_fraction_by_return
+from archer.trainer import Trainer
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run
+
+pytestmark = pytest.mark.integration
+
+# Two iterations of two gradient steps on batches of 8, evaluated after each on 4 short games.
+TINY_OFFLINE = [
+    *TINY_RUN_OVERRIDES,
+    "algorithm.num_iterations=2",
+    "algorithm.steps_per_iter=2",
+    "algorithm.batch_size=8",
+    "algorithm.actor_micro_batch_size=4",
+    "algorithm.actor_lr=1e-3",
+]
+TINY_CRITIC = ["algorithm.critic_micro_batch_size=4", "algorithm.critic_lr=1e-3"]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One model and dataset cache for the module, so the tiny models and the dataset are built once."""
+    return str(tmp_path_factory.mktemp("offline_cache"))
+
+
+def make_trainer(name: str, run_dir: Path, cache: str, *extra: str) -> Trainer:
+    critic = TINY_CRITIC if name in ("offline_archer_20q", "iql_reinforce_20q") else []
+    return Trainer(compose_run(name, [*TINY_OFFLINE, *critic, f"cache_dir={cache}", *extra]), run_dir)
+
+
+def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in module.named_parameters()}
+
+
+def changed(before: dict[str, torch.Tensor], module: torch.nn.Module) -> float:
+    """Fraction of parameter tensors that moved."""
+    after = dict(module.named_parameters())
+    return sum(not torch.equal(before[n], after[n].detach()) for n in before) / len(before)
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def assert_same_state(actual: Any, expected: Any, where: str = "state") -> None:
+    """Nested dicts / lists of tensors and numbers are equal, key by key."""
+    if isinstance(expected, dict):
+        assert actual.keys() == expected.keys(), where
+        for key in expected:
+            assert_same_state(actual[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, list | tuple):
+        assert len(actual) == len(expected), where
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_same_state(a, e, f"{where}[{i}]")
+    elif isinstance(expected, torch.Tensor):
+        assert torch.equal(actual, expected), where
+    else:
+        assert actual == expected, where
+
+
+def check_resume(name: str, run_dir: Path, cache: str, saved: dict[str, Any], *extra: str) -> Trainer:
+    """Resume the finished 2-iteration run for a third iteration: the whole algorithm state comes back."""
+    resumed = make_trainer(name, run_dir, cache, *extra, "algorithm.num_iterations=3")
+    assert resumed.start_iteration == 2
+    assert_same_state(resumed.algorithm.state_dict(), saved)
+    resumed.fit()
+    assert [r["iteration"] for r in records(run_dir)] == [0, 1, 2, 3]
+    return resumed
+
+
+def test_offline_archer_trains_both_networks_and_the_target_only_by_polyak(tmp_path: Path, cache: str) -> None:
+    run = tmp_path / "run"
+    # Two critic-only warm-up steps: the whole first iteration.
+    trainer = make_trainer("offline_archer_20q", run, cache, "algorithm.critic_warmup_steps=2")
+    algorithm = trainer.algorithm
+    policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
+    trainer.fit()
+    assert changed(policy, trainer.policy.model) > 0.9
+    assert changed(critic, algorithm.critic) > 0.9
+    assert changed(target, algorithm.target_critic) > 0.9
+    logged = records(run)
+    assert [r["iteration"] for r in logged] == [0, 1, 2]
+    assert "critic/v1_loss" in logged[1] and "actor/awr_loss" not in logged[1]
+    assert "actor/awr_loss" in logged[2] and logged[2]["actor/weight_max"] <= 100.0
+    assert all("eval/return_mean" in r for r in logged)
+
+    saved = copy.deepcopy(algorithm.state_dict())
+    assert saved["gradient_steps"] == 4
+    check_resume("offline_archer_20q", run, cache, saved, "algorithm.critic_warmup_steps=2")
+
+    # One step by hand: the critic step leaves the policy alone and moves the target by Polyak (tau = 0.05),
+    # the actor step leaves both critics alone; every gradient is cleared.
+    batch = trainer.buffer.sample(8, trainer.rng)
+    policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
+    algorithm.learner.step(batch, batch.actions, iteration=3, step=0)
+    assert changed(policy, trainer.policy.model) == 0.0
+    online = dict(algorithm.critic.named_parameters())
+    for name, param in algorithm.target_critic.named_parameters():
+        torch.testing.assert_close(param.detach(), 0.95 * target[name] + 0.05 * online[name].detach())
+        assert not param.requires_grad
+    critic, target = snapshot(algorithm.critic), snapshot(algorithm.target_critic)
+    algorithm.actor_step(batch, iteration=3, step=0)
+    assert changed(policy, trainer.policy.model) > 0.9
+    assert changed(critic, algorithm.critic) == 0.0 and changed(target, algorithm.target_critic) == 0.0
+    assert all(p.grad is None for p in [*trainer.policy.model.parameters(), *algorithm.critic.parameters()])
+
+
+def test_iql_reinforce_keeps_its_reference_policy_frozen_at_the_start(tmp_path: Path, cache: str) -> None:
+    run = tmp_path / "run"
+    trainer = make_trainer(
+        "iql_reinforce_20q", run, cache, "algorithm.kl_coeff=0.5", "algorithm.generation_batch_size=8"
+    )
+    algorithm = trainer.algorithm
+    assert isinstance(algorithm, IQLReinforceAlgorithm) and algorithm.reference is not None
+    start, critic = snapshot(trainer.policy.model), snapshot(algorithm.critic)
+    trainer.fit()
+    assert changed(start, trainer.policy.model) > 0.9
+    assert changed(critic, algorithm.critic) > 0.9
+    reference = algorithm.reference.model
+    assert changed(start, reference) == 0.0 and not reference.training
+    assert not any(p.requires_grad for p in reference.parameters())
+    logged = records(run)
+    assert {"actor/pg_loss", "actor/kl_to_reference", "critic/v1_loss"} <= logged[2].keys()
+
+    saved = copy.deepcopy(algorithm.state_dict())
+    resumed = check_resume(
+        "iql_reinforce_20q", run, cache, saved, "algorithm.kl_coeff=0.5", "algorithm.generation_batch_size=8"
+    )
+    assert changed(start, resumed.algorithm.reference.model) == 0.0
+
+    # kl_coeff = 0 is plain IQL + REINFORCE: no reference copy is made or saved.
+    plain = IQLReinforceAlgorithm(
+        replace(trainer.cfg.algorithm, kl_coeff=0.0), trainer.policy, trainer.accelerator, critic=algorithm.critic
+    )
+    assert plain.reference is None and "reference_policy" not in plain.state_dict()
+
+
+def test_offline_filtered_bc_samples_only_the_top_episodes(
+    tmp_path: Path, cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    trainer = make_trainer("offline_filteredbc_20q", run, cache, "algorithm.filter_fraction=0.25")
+    algorithm = trainer.algorithm
+    episodes = load_offline_trajectories(trainer.cfg, Path(cache))
+    top = top_fraction_by_return([e.episode_return for e in episodes], 0.25)
+    assert len(top) == int(0.25 * len(episodes)) == 6
+    allowed = {(o, a) for i in top for o, a in zip(episodes[i].observations[:-1], episodes[i].actions, strict=True)}
+    everything = {(o, a) for e in episodes for o, a in zip(e.observations[:-1], e.actions, strict=True)}
+    assert len(allowed) < len(everything)
+
+    sampled: list[tuple[ReplayBuffer, list[tuple[str, str]]]] = []
+    original_sample = ReplayBuffer.sample
+
+    def recording_sample(self: ReplayBuffer, batch_size: int, rng: Any) -> Any:
+        batch = original_sample(self, batch_size, rng)
+        sampled.append((self, list(zip(batch.observations, batch.actions, strict=True))))
+        return batch
+
+    monkeypatch.setattr(ReplayBuffer, "sample", recording_sample)
+    before = snapshot(trainer.policy.model)
+    trainer.fit()
+    assert changed(before, trainer.policy.model) > 0.9
+    assert algorithm.kept_episodes == top and algorithm.num_dataset_episodes == len(episodes)
+    assert len(sampled) == 4  # 2 iterations x 2 steps, every one from the filtered buffer, only top transitions
+    assert all(buffer is algorithm.filtered_buffer for buffer, _ in sampled)
+    assert all(pair in allowed for _, pairs in sampled for pair in pairs)
+    assert records(run)[2]["filter/episodes_kept"] == 6
+
+    saved = copy.deepcopy(algorithm.state_dict())
+    assert saved["kept_episodes"] == top
+    resumed = check_resume("offline_filteredbc_20q", run, cache, saved, "algorithm.filter_fraction=0.25")
+    assert all(pair in allowed for _, pairs in sampled[4:] for pair in pairs) and len(sampled) == 6
+    assert sampled[-1][0] is resumed.algorithm.filtered_buffer
+
+
+def test_offline_bc_trains_the_policy_on_the_dataset(tmp_path: Path, cache: str) -> None:
+    trainer = make_trainer("offline_bc_20q", tmp_path / "run", cache)
+    assert trainer.cfg.algorithm.name == "bc"
+    before = snapshot(trainer.policy.model)
+    trainer.fit()
+    assert changed(before, trainer.policy.model) > 0.9
+    assert "actor/bc_loss" in records(tmp_path / "run")[2]
