@@ -506,6 +506,10 @@ class BCConfig(AlgorithmConfig):
         batch_size: transitions per gradient step, drawn uniformly from the dataset.
         per_token_mean: average the negative log-likelihood over tokens instead of summing it per action (the
             reference sums).
+        pack_episodes: draw whole episodes (each transition equally likely, as before) and score all turns of an
+            episode in one forward pass over its longest history; exact for history-based environments, where a
+            turn's observation extends the previous one (others fall back to one pass per turn). A step then
+            holds at least ``batch_size`` transitions.
     """
 
     name: str = "bc"
@@ -513,6 +517,7 @@ class BCConfig(AlgorithmConfig):
     steps_per_iter: int = 50
     batch_size: int = 32
     per_token_mean: bool = False
+    pack_episodes: bool = True
 
     def validate(self) -> None:
         super().validate()

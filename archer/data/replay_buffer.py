@@ -141,6 +141,46 @@ class ReplayBuffer:
         # Slots 0 .. size-1 are exactly the occupied ones, so drawing slots directly is uniform (no modulo).
         return self.get(rng.integers(0, self._size, size=batch_size))
 
+    def episode_slots(self, slot: int) -> np.ndarray:
+        """The slots of the episode that holds ``slot``, in order (its evicted start excluded).
+
+        Episodes are stored as contiguous runs of slots in which each transition's observation is the previous
+        one's next observation (the same interned text), which is how the run is found.
+        """
+        if not 0 <= slot < self._size:
+            raise IndexError(f"slot must lie in 0 .. {self._size - 1}")
+        oldest = self._next if self._size == self.capacity else 0
+        newest = (oldest + self._size - 1) % self.capacity
+        start = slot
+        while start != oldest and self._obs_idx[start] == self._next_obs_idx[(start - 1) % self.capacity]:
+            start = (start - 1) % self.capacity
+        end = slot
+        while end != newest and self._obs_idx[(end + 1) % self.capacity] == self._next_obs_idx[end]:
+            end = (end + 1) % self.capacity
+        length = (end - start) % self.capacity + 1
+        return (start + np.arange(length)) % self.capacity
+
+    def sample_episodes(self, num_transitions: int, rng: np.random.Generator) -> list[np.ndarray]:
+        """Whole episodes drawn uniformly (with replacement) until they hold at least ``num_transitions``.
+
+        An episode is found from a uniform slot and kept with probability 1 / its length, so every episode, and
+        therefore every transition, is equally likely to be included; algorithms that score all turns of an
+        episode in one pass use this instead of ``sample``.
+
+        Returns:
+            One array of slots per episode, each in order.
+        """
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty replay buffer; add trajectories first")
+        episodes: list[np.ndarray] = []
+        total = 0
+        while total < num_transitions:
+            slots = self.episode_slots(int(rng.integers(0, self._size)))
+            if rng.random() * len(slots) < 1.0:
+                episodes.append(slots)
+                total += len(slots)
+        return episodes
+
     def get(self, indices: np.ndarray | list[int]) -> TransitionBatch:
         """The transitions at buffer slots ``indices`` (each in ``0 .. len(self) - 1``), in that order."""
         idx = np.asarray(indices, dtype=np.int64)

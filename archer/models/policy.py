@@ -257,6 +257,82 @@ class LanguagePolicy:
         logprobs = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
         return logprobs, mask.to(logprobs.dtype)
 
+    def packed_token_logprobs(self, observations: list[str], actions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``token_logprobs(observations, encode_actions(actions))``, computed with far fewer tokens.
+
+        In history-based environments a later turn's observation starts with an earlier turn's observation and
+        action, so one forward pass over the longest text scores every turn it contains: the action's tokens
+        from their own positions, and its terminator from the logits after the action's last token (causal
+        attention makes both exactly what the per-turn computation gives). A turn is packed only when the
+        packed tokens are provably the per-turn ones (same prompt ids, same action ids, no truncation, the
+        plain template); any other turn is scored on its own.
+
+        Args:
+            observations: B observation strings.
+            actions: B dataset actions (text, without terminator).
+
+        Returns:
+            ``(token_logprobs, token_mask)`` as ``token_logprobs`` returns them.
+        """
+        action_ids = self.encode_actions(actions)
+        width = max((len(ids) for ids in action_ids), default=0)
+        rows: list[list[int]] = []  # packed token rows
+        members: list[tuple[int, int, int]] = []  # (turn, row, prompt length) of each packed turn
+        alone: list[int] = []
+        if self.cfg.template != "plain" or self.stop_token_id is None:
+            alone = list(range(len(observations)))
+        else:
+            prompts = self._encode_prompts(observations)
+            texts = [obs + act for obs, act in zip(observations, actions, strict=True)]
+            # Longest first: each turn joins the first row whose text starts with its observation and action.
+            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+            row_texts: list[str] = []
+            for i in order:
+                ids = action_ids[i]
+                body = ids[:-1] if ids and ids[-1] == self.stop_token_id else None
+                fits = body is not None and len(prompts[i]) <= self.cfg.max_prompt_tokens - 1
+                row = (
+                    next((r for r, text in enumerate(row_texts) if text.startswith(texts[i])), None) if fits else None
+                )
+                if row is None and fits:
+                    row_texts.append(texts[i])
+                    rows.append(prompts[i] + body)
+                    row = len(rows) - 1
+                if row is None or rows[row][: len(prompts[i]) + len(body)] != prompts[i] + body:
+                    alone.append(i)
+                    continue
+                members.append((i, row, len(prompts[i])))
+        logprobs = torch.zeros((len(observations), width), device=self.device)
+        mask = torch.zeros((len(observations), width), device=self.device)
+        if rows:
+            input_ids, attention_mask = self._left_pad(rows)
+            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+            logits = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+            ).logits
+            # A turn with prompt length p and n action ids (body then terminator) is predicted from the logits at
+            # row positions p-1 .. p+n-2: the body tokens are the row's own, the terminator is the stop token.
+            scored = []
+            for i, r, p in members:
+                n = len(action_ids[i])
+                start = input_ids.shape[1] - len(rows[r]) + p - 1  # left padding of row r, then the prompt
+                ids = torch.tensor(rows[r][p : p + n - 1] + [self.stop_token_id], device=self.device)
+                step_logprobs = F.log_softmax(logits[r, start : start + n].float(), dim=-1)  # (n, V)
+                scored.append((i, step_logprobs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)))
+            index = torch.tensor([i for i, _ in scored], device=self.device)
+            padded = torch.nn.utils.rnn.pad_sequence([v for _, v in scored], batch_first=True)
+            lengths = torch.tensor([len(v) for _, v in scored], device=self.device)
+            row_mask = (torch.arange(padded.shape[1], device=self.device).unsqueeze(0) < lengths.unsqueeze(1)).float()
+            logprobs = logprobs.index_put((index,), torch.nn.functional.pad(padded, (0, width - padded.shape[1])))
+            mask = mask.index_put((index,), torch.nn.functional.pad(row_mask, (0, width - padded.shape[1])))
+        if alone:
+            single, single_mask = self.token_logprobs([observations[i] for i in alone], [action_ids[i] for i in alone])
+            index = torch.tensor(alone, device=self.device)
+            pad = (0, width - single.shape[1])
+            logprobs = logprobs.index_put((index,), torch.nn.functional.pad(single, pad))
+            mask = mask.index_put((index,), torch.nn.functional.pad(single_mask, pad))
+        return logprobs, mask
+
     def sequence_logprobs(self, observations: list[str], action_ids: list[list[int]]) -> torch.Tensor:
         """Sum of ``token_logprobs`` over each action's tokens: log pi(action | observation), shape (B,)."""
         logprobs, mask = self.token_logprobs(observations, action_ids)

@@ -240,3 +240,26 @@ def test_templates_by_name() -> None:
     assert get_template("plain")("Questions:\n") == "Questions:\n"
     with pytest.raises(ValueError, match=r"model.policy.template.*plain"):
         get_template("chatml")
+
+
+def _episode(questions: list[str], answers: list[str]) -> tuple[list[str], list[str]]:
+    observations, history = [], "Questions:\n"
+    for question, answer in zip(questions, answers, strict=True):
+        observations.append(history)
+        history += f"{question} {answer}\n"
+    return observations, list(questions)
+
+
+def test_packed_logprobs_equal_per_turn_logprobs(policy: LanguagePolicy) -> None:
+    first = _episode(["Is it alive?", "Is it an animal?", "Is it a dog?"], ["Yes.", "Yes.", "Yes."])
+    second = _episode(["Is it a fruit?", "Is it a vehicle?"], ["No.", "Yes."])
+    observations = first[0] + second[0] + ["", "Questions:\n", "Questions:\nIs it red? No.\n"]
+    # An empty observation, an action longer than max_new_tokens and a turn whose text is in no other
+    # observation are scored on their own; the rest share two packed rows.
+    actions = first[1] + second[1] + ["Is it a dog?", "Is it " + "very " * 30 + "big?", "Is it blue?"]
+    expected, expected_mask = policy.token_logprobs(observations, policy.encode_actions(actions))
+    packed, packed_mask = policy.packed_token_logprobs(observations, actions)
+    torch.testing.assert_close(packed_mask, expected_mask)
+    torch.testing.assert_close(packed, expected, rtol=1e-5, atol=1e-5)
+    packed.sum().backward()
+    assert all(p.grad is not None for p in policy.model.parameters() if p.requires_grad)

@@ -183,3 +183,35 @@ def test_scale_and_memory():
     assert buffer.memory_bytes() < 2 * text_chars + 3_000_000
     batch = buffer.sample(256, np.random.default_rng(0))
     assert len(batch) == 256
+
+
+def _history_episode(n: int, tag: str) -> Trajectory:
+    observations, actions = ["Questions:\n"], []
+    for i in range(n):
+        actions.append(f"{tag}{i}?")
+        observations.append(observations[-1] + f"{tag}{i}? No.\n")
+    return Trajectory(observations, actions, [-1.0] * n, terminated=False, truncated=True)
+
+
+def test_episode_slots_follow_each_episode_across_the_ring() -> None:
+    buffer = ReplayBuffer(capacity=10, gamma_mc=1.0)
+    buffer.add_trajectories([_history_episode(3, "a"), _history_episode(4, "b")])
+    expected = [[0, 1, 2], [0, 1, 2], [3, 4, 5, 6], [3, 4, 5, 6]]
+    assert [buffer.episode_slots(i).tolist() for i in (0, 2, 3, 6)] == expected
+    buffer.add_trajectory(_history_episode(5, "c"))  # 12 transitions in 10 slots: the two oldest are evicted
+    assert buffer.episode_slots(8).tolist() == [7, 8, 9, 0, 1]  # wraps around the ring
+    assert buffer.episode_slots(2).tolist() == [2]  # the surviving end of the first episode
+
+
+def test_sample_episodes_includes_every_transition_equally_often() -> None:
+    buffer = ReplayBuffer(capacity=100, gamma_mc=1.0)
+    buffer.add_trajectories([_history_episode(1, "a"), _history_episode(9, "b")])
+    rng = np.random.default_rng(0)
+    counts = np.zeros(10)
+    for _ in range(4000):
+        for slots in buffer.sample_episodes(1, rng):
+            counts[slots] += 1
+    # Episodes are drawn uniformly (not in proportion to their length), so the one-turn episode's transition is
+    # included as often as each of the nine-turn episode's: 0.5 episodes per draw each, 0.1 of the inclusions.
+    np.testing.assert_allclose(counts / counts.sum(), np.full(10, 0.1), atol=0.02)
+    assert sum(len(s) for s in buffer.sample_episodes(20, rng)) >= 20
