@@ -13,7 +13,7 @@ setup(
     install_requires=[
         # 2.13.0 is the CPU build this project is developed on; a looser pin may pull a multi-GB CUDA build.
         "torch>=2.4",
-        "transformers>=4.46",
+        "transformers>=5.0",  # tokenizer folders saved by 5.x name their class TokenizersBackend
         "tokenizers>=0.20",
         "accelerate>=1.0",
         "peft>=0.13",

@@ -1041,6 +1041,9 @@ class RunConfig:
             every seed of an RL run starts from the same policy; ``null`` starts from ``model.policy`` as is.
         resume: continue from the checkpoint in ``run_dir`` when there is one (it must come from the same config).
         save_every_iters: write the checkpoint (and the policy folder) after every this many iterations.
+        process_group_timeout_s: how long a process waits for the others at a collective before failing (long
+            rollouts on one process hold the others at the exchange; the reference meant to set 300 minutes and
+            set nothing, ARCHER_SPEC.md 5.4).
     """
 
     algorithm: AlgorithmConfig = MISSING
@@ -1057,6 +1060,7 @@ class RunConfig:
     pretrain: BCConfig | None = None
     resume: bool = True
     save_every_iters: int = 1
+    process_group_timeout_s: int = 18_000
 
     def __post_init__(self) -> None:
         self.validate()
@@ -1074,6 +1078,7 @@ class RunConfig:
             self.pretrain.validate()
         _check(self.torch_threads is None or self.torch_threads > 0, "torch_threads", "must be positive or null")
         _check(self.save_every_iters > 0, "save_every_iters", "must be positive")
+        _check(self.process_group_timeout_s > 0, "process_group_timeout_s", "must be positive (seconds)")
 
 
 def register_configs() -> None:

@@ -15,6 +15,7 @@ import os
 import statistics
 import time
 from dataclasses import asdict, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 import transformers
 from accelerate import Accelerator
+from accelerate.utils import InitProcessGroupKwargs
 
 from archer.algorithms import make_algorithm
 from archer.checkpointing import (
@@ -83,7 +85,8 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if cfg.torch_threads is not None:
             torch.set_num_threads(cfg.torch_threads)
-        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        timeout = InitProcessGroupKwargs(timeout=timedelta(seconds=cfg.process_group_timeout_s))
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available(), kwargs_handlers=[timeout])
         transformers.utils.logging.disable_progress_bar()
         self.progress = cfg.logging.progress_bars and self.accelerator.is_main_process
         self.cache_dir = resolve_cache_dir(cfg.cache_dir)
