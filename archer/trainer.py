@@ -35,7 +35,7 @@ from archer.checkpointing import (
     save_checkpoint,
     set_rng_state,
 )
-from archer.config import LoggingConfig, RunConfig
+from archer.config import CriticConfig, LoggingConfig, RunConfig
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
@@ -147,7 +147,8 @@ class Trainer:
         pretrain_cfg = RunConfig(
             algorithm=cfg.pretrain,
             env=cfg.env,
-            model=cfg.model,
+            # Behaviour cloning never builds the critic: its settings must not change which cached policy is used.
+            model=replace(cfg.model, critic=CriticConfig()),
             data=cfg.data,
             eval=replace(cfg.eval, every_iters=cfg.pretrain.num_iterations),
             logging=LoggingConfig(progress_bars=cfg.logging.progress_bars),

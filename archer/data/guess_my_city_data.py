@@ -26,12 +26,10 @@ Generate a file from scripted questioners and the built-in oracle with::
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import random
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import Any
 from tqdm import tqdm
 
 from archer.data.city_questioners import CityQuestioner, make_city_questioner, play_city_game
+from archer.data.json_records import DatasetError, read_json_list, write_json_list
 from archer.data.trajectory import Trajectory
 from archer.envs.city_facts import CITIES, City
 from archer.envs.oracles import Oracle
@@ -62,10 +61,6 @@ _KEYS = ("conversation", "done", "word")
 _PROGRESS_BAR_FROM = 1000
 _LINE_BREAKS = re.compile(r"[\n\r\u2028\u2029]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-
-
-class DatasetError(ValueError):
-    """A Guess My City dataset file is missing or malformed; the message names the file and the record."""
 
 
 @dataclass
@@ -148,17 +143,12 @@ def load_guess_my_city_dataset(path: str | os.PathLike[str]) -> list[CityConvers
             any record breaks the format; the message names the file, the record and what is wrong.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise DatasetError(MISSING_DATASET.format(path=path))
-    try:
-        with open(path, encoding="utf-8") as file:
-            records = json.load(file)
-    except json.JSONDecodeError as error:
-        raise DatasetError(f"{path}: not valid JSON ({error}); expected a list of game objects") from error
-    except UnicodeDecodeError as error:
-        raise DatasetError(f"{path}: not UTF-8 text ({error}); expected a JSON list of games") from error
-    if not isinstance(records, list):
-        raise DatasetError(f"{path}: the top level is a JSON {type(records).__name__}, expected a list of games")
+    records = read_json_list(
+        path,
+        MISSING_DATASET.format(path=path),
+        "games",
+        DatasetError,
+    )
     return [_check_record(record, index, path) for index, record in enumerate(records)]
 
 
@@ -172,18 +162,7 @@ def save_guess_my_city_dataset(conversations: Sequence[CityConversation], path: 
     records = [asdict(conversation) for conversation in conversations]
     for index, record in enumerate(records):
         _check_record(record, index, f"{target} (not written)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(f"[\n{text}\n]\n" if records else "[]\n")
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_json_list(records, target)
 
 
 def conversation_to_trajectory(conversation: CityConversation) -> Trajectory:

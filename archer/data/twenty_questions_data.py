@@ -19,11 +19,9 @@ Generate a file from scripted questioners and the knowledge-base oracle with::
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import random
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
+from archer.data.json_records import DatasetError, read_json_list, write_json_list
 from archer.data.scripted_questioners import Questioner, make_questioner, play_game
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
@@ -46,10 +45,6 @@ DEFAULT_SKILL_MIX: tuple[tuple[float, float], ...] = ((0.0, 0.1), (0.25, 0.2), (
 
 _PROGRESS_BAR_FROM = 1000
 _KEYS = ("lines", "correct", "word")
-
-
-class DatasetError(ValueError):
-    """A Twenty Questions dataset file is missing or malformed; the message names the file and the record."""
 
 
 @dataclass
@@ -160,24 +155,15 @@ def load_twenty_questions_dataset(path: str | os.PathLike[str]) -> list[Conversa
             file, the record and what is wrong.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise DatasetError(
-            f"{path}: Twenty Questions dataset not found. It is the LMRL-Gym conversation list (JSON) used for SFT "
-            "and offline RL (the reference's twenty_questions.json / 20q_train.json). Point the config at your copy, "
-            "or generate one with `python -m archer.data.twenty_questions_data --out "
-            f"{path} --episodes 100000` (scripted questioners against the knowledge-base oracle)."
-        )
-    try:
-        with open(path, encoding="utf-8") as file:
-            records = json.load(file)
-    except json.JSONDecodeError as error:
-        raise DatasetError(f"{path}: not valid JSON ({error}); expected a list of conversation objects") from error
-    except UnicodeDecodeError as error:
-        raise DatasetError(f"{path}: not UTF-8 text ({error}); expected a JSON list of conversations") from error
-    if not isinstance(records, list):
-        raise DatasetError(
-            f"{path}: the top level is a JSON {type(records).__name__}, expected a list of conversations"
-        )
+    records = read_json_list(
+        path,
+        f"{path}: Twenty Questions dataset not found. It is the LMRL-Gym conversation list (JSON) used for SFT "
+        "and offline RL (the reference's twenty_questions.json / 20q_train.json). Point the config at your copy, "
+        "or generate one with `python -m archer.data.twenty_questions_data --out "
+        f"{path} --episodes 100000` (scripted questioners against the knowledge-base oracle).",
+        "conversations",
+        DatasetError,
+    )
     return [_check_record(record, index, path) for index, record in enumerate(records)]
 
 
@@ -191,18 +177,7 @@ def save_twenty_questions_dataset(conversations: Sequence[Conversation], path: s
     records = [asdict(conversation) for conversation in conversations]
     for index, record in enumerate(records):
         _check_record(record, index, f"{target} (not written)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(f"[\n{text}\n]\n" if records else "[]\n")
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_json_list(records, target)
 
 
 def _check_skill_mix(skill_mix: Sequence[tuple[float, float]]) -> None:

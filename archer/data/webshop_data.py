@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import random
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from archer.data.json_records import DatasetError, read_json_list, write_json_list
 from archer.data.trajectory import Trajectory
 from archer.envs.webshop.env import (
     WebShopEnv,
@@ -55,7 +55,7 @@ _STEP_KEYS = ("action", "observation", "reward")
 _STYLES = ((0.5, 1.0, 0.0, 0.0), (0.3, 0.8, 0.5, 0.2), (0.2, 0.5, 0.3, 0.3))
 
 
-class WebShopDatasetError(ValueError):
+class WebShopDatasetError(DatasetError):
     """A WebShop dataset file is missing or malformed; the message names the file and the record."""
 
 
@@ -210,21 +210,14 @@ def load_webshop_dataset(path: str | os.PathLike[str]) -> list[Episode]:
             the file, the record and the problem).
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise WebShopDatasetError(
-            f"{path}: WebShop dataset not found. Point data.path at a file of recorded games (format in "
-            "archer/data/webshop_data.py), set data.path=null to generate one with scripted shoppers, or run "
-            f"`python -m archer.data.webshop_data --out {path}`."
-        )
-    try:
-        with open(path, encoding="utf-8") as file:
-            records = json.load(file)
-    except json.JSONDecodeError as error:
-        raise WebShopDatasetError(f"{path}: not valid JSON ({error}); expected a list of episodes") from error
-    except UnicodeDecodeError as error:
-        raise WebShopDatasetError(f"{path}: not UTF-8 text ({error}); expected a JSON list of episodes") from error
-    if not isinstance(records, list):
-        raise WebShopDatasetError(f"{path}: the top level is a JSON {type(records).__name__}, expected a list")
+    records = read_json_list(
+        path,
+        f"{path}: WebShop dataset not found. Point data.path at a file of recorded games (format in "
+        "archer/data/webshop_data.py), set data.path=null to generate one with scripted shoppers, or run "
+        f"`python -m archer.data.webshop_data --out {path}`.",
+        "episodes",
+        WebShopDatasetError,
+    )
     return [_check_episode(record, index, path) for index, record in enumerate(records)]
 
 
@@ -234,16 +227,7 @@ def save_webshop_dataset(episodes: Sequence[Episode], path: str | os.PathLike[st
     records = [asdict(episode) for episode in episodes]
     for index, record in enumerate(records):
         _check_episode(record, index, f"{target} (not written)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(f"[\n{text}\n]\n" if records else "[]\n")
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_json_list(records, target)
 
 
 def webshop_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False) -> list[Trajectory]:

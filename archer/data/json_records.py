@@ -1,0 +1,53 @@
+"""Dataset files as JSON lists of records: checked reading with clear errors, atomic writing."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be used; the message names the file, the record and what is wrong."""
+
+
+def read_json_list(path: str, missing: str, items: str, error: type[DatasetError] = DatasetError) -> list[Any]:
+    """The top-level JSON list of ``path``.
+
+    Args:
+        path: the file.
+        missing: the message when the file does not exist (what it is and where to get it).
+        items: what the list holds, for messages ("conversations", "games").
+        error: the ``DatasetError`` subclass to raise.
+    """
+    if not os.path.isfile(path):
+        raise error(missing)
+    try:
+        with open(path, encoding="utf-8") as file:
+            records = json.load(file)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON ({exc}); expected a list of {items}") from exc
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text ({exc}); expected a JSON list of {items}") from exc
+    if not isinstance(records, list):
+        raise error(f"{path}: the top level is a JSON {type(records).__name__}, expected a list of {items}")
+    return records
+
+
+def write_json_list(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Write ``records`` as a JSON list, one record per line, through a temporary file and a rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(f"[\n{text}\n]\n" if records else "[]\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
