@@ -29,12 +29,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from archer.envs.base import BatchedTextEnv, StepResult
 from archer.envs.city_facts import CITIES, COUNTRIES, City
 from archer.envs.city_oracle import CityKnowledgeOracle, answer_question, mentioned_cities
 from archer.envs.oracles import Oracle
-from archer.envs.twenty_questions import INITIAL_OBSERVATION, clean_question
+from archer.envs.question_game import INITIAL_OBSERVATION, QuestionGameEnv
 
 MATCH_MODES = ("reference", "word")
 CENSORED = "I can't answer that question."
@@ -83,7 +83,7 @@ def censor(answer: str, city: City, match: str = "reference") -> str:
     return CENSORED if answer_mentions_city(answer, city, match) else answer
 
 
-class GuessMyCityEnv(BatchedTextEnv):
+class GuessMyCityEnv(QuestionGameEnv[City]):
     """Batched Guess My City.
 
     Args:
@@ -104,59 +104,26 @@ class GuessMyCityEnv(BatchedTextEnv):
         match: str = "reference",
         seed: int | None = None,
     ) -> None:
-        if not cities:
-            raise ValueError("GuessMyCityEnv needs at least one city")
         if match not in MATCH_MODES:
             raise ValueError(f"unknown match {match!r}; choose one of {', '.join(MATCH_MODES)}")
-        if max_turns <= 0:
-            raise ValueError(f"max_turns must be positive, got {max_turns}")
-        self.cities = tuple(cities)
-        self.oracle = oracle
-        self.max_turns = max_turns
         self.match = match
-        self._hidden: list[City] = []
-        self._history: list[str] = []
-        self._turns: list[int] = []
-        super().__init__(batch_size, seed)
+        super().__init__(cities, oracle, batch_size, max_turns, seed)
 
     @property
-    def num_games(self) -> int:
-        return len(self.cities)
+    def cities(self) -> tuple[City, ...]:
+        return self.secrets
 
     def hidden_city(self, slot: int) -> City:
-        """The city hidden in ``slot`` of the current batch (for analysis and scripted players)."""
-        return self._hidden[slot]
+        """The city hidden in ``slot`` of the current batch."""
+        return self.hidden(slot)
 
-    def _prepare_batch(self, num_games: int) -> None:
-        self._hidden = [self.cities[0]] * num_games
-        self._history = [INITIAL_OBSERVATION] * num_games
-        self._turns = [0] * num_games
+    def oracle_secret(self, secret: City) -> str:
+        # The reference's oracle prompt names the city as "City, Country", with the reference's spelling.
+        return secret.reference_text
 
-    def _reset_game(self, slot: int, game_id: int | None) -> str:
-        self._hidden[slot] = self.cities[game_id] if game_id is not None else self._rng.choice(self.cities)
-        return INITIAL_OBSERVATION
-
-    def _step_games(self, slots: list[int], actions: list[str]) -> list[StepResult]:
-        questions = [clean_question(action) for action in actions]
-        answers = self.oracle.answer([self._hidden[i].reference_text for i in slots], questions)
-        results = []
-        for slot, question, raw_answer in zip(slots, questions, answers, strict=True):
-            city = self._hidden[slot]
-            answer = censor(raw_answer, city, self.match)
-            self._turns[slot] += 1
-            self._history[slot] += f"{question} {answer}\n"
-            success = question_names_city(question, city, self.match)
-            truncated = not success and self._turns[slot] >= self.max_turns
-            results.append(
-                StepResult(
-                    observation=self._history[slot],
-                    reward=0.0 if success else -1.0,
-                    terminated=success,
-                    truncated=truncated,
-                    info={"success": success, "city": city.key, "answer": answer},
-                )
-            )
-        return results
+    def judge(self, secret: City, question: str, raw_answer: str) -> tuple[str, bool, dict[str, Any]]:
+        answer = censor(raw_answer, secret, self.match)
+        return answer, question_names_city(question, secret, self.match), {"city": secret.key}
 
     def corpus(self) -> list[str]:
         """Histories of typical questions and the built-in oracle's answers, for the embedded tokenizers.

@@ -17,22 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
-from archer.envs.base import BatchedTextEnv, StepResult
 from archer.envs.oracles import INVALID, NO, YES, Oracle
+from archer.envs.question_game import INITIAL_OBSERVATION, QuestionGameEnv
 from archer.envs.twenty_questions_facts import PROPERTY_PHRASINGS
 from archer.envs.twenty_questions_words import WORDS, Word
 
-INITIAL_OBSERVATION = "Questions:\n"
 SUCCESS_CHECKS = ("last_word", "last_phrase")
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _NON_LETTER = re.compile(r"[^a-z]+")
-
-
-def clean_question(question: str) -> str:
-    """The question as written into the history: one line, no control characters, no outer spaces."""
-    return _CONTROL.sub(" ", question).strip()
 
 
 def names_word_last_word(question: str, word: Word) -> bool:
@@ -55,12 +49,12 @@ def names_word_last_phrase(question: str, word: Word) -> bool:
     return False
 
 
-class TwentyQuestionsEnv(BatchedTextEnv):
+class TwentyQuestionsEnv(QuestionGameEnv[Word]):
     """Batched Twenty Questions.
 
     Args:
         words: the hidden words that can be drawn; game id ``i`` is ``words[i]``.
-        oracle: answers a batch of (word, question) pairs.
+        oracle: answers a batch of (word, question) pairs with ``Yes.``, ``No.`` or ``Invalid Question.``.
         batch_size: games played at once.
         max_turns: questions per game (reference: 20).
         success_check: ``last_word`` (reference) or ``last_phrase`` (multi-word names can win).
@@ -76,56 +70,22 @@ class TwentyQuestionsEnv(BatchedTextEnv):
         success_check: str = "last_word",
         seed: int | None = None,
     ) -> None:
-        if not words:
-            raise ValueError("TwentyQuestionsEnv needs at least one word")
         if success_check not in SUCCESS_CHECKS:
             raise ValueError(f"unknown success_check {success_check!r}; choose one of {', '.join(SUCCESS_CHECKS)}")
-        self.words = tuple(words)
-        self.oracle = oracle
-        self.max_turns = max_turns
         self._names_word = names_word_last_word if success_check == "last_word" else names_word_last_phrase
-        self._hidden: list[Word] = []
-        self._history: list[str] = []
-        self._turns: list[int] = []
-        super().__init__(batch_size, seed)
+        super().__init__(words, oracle, batch_size, max_turns, seed)
 
     @property
-    def num_games(self) -> int:
-        return len(self.words)
+    def words(self) -> tuple[Word, ...]:
+        return self.secrets
 
     def hidden_word(self, slot: int) -> Word:
-        """The word hidden in ``slot`` of the current batch (for analysis and scripted players)."""
-        return self._hidden[slot]
+        """The word hidden in ``slot`` of the current batch."""
+        return self.hidden(slot)
 
-    def _prepare_batch(self, num_games: int) -> None:
-        self._hidden = [self.words[0]] * num_games
-        self._history = [INITIAL_OBSERVATION] * num_games
-        self._turns = [0] * num_games
-
-    def _reset_game(self, slot: int, game_id: int | None) -> str:
-        self._hidden[slot] = self.words[game_id] if game_id is not None else self._rng.choice(self.words)
-        return INITIAL_OBSERVATION
-
-    def _step_games(self, slots: list[int], actions: list[str]) -> list[StepResult]:
-        questions = [clean_question(action) for action in actions]
-        answers = self.oracle.answer([self._hidden[i] for i in slots], questions)
-        results = []
-        for slot, question, answer in zip(slots, questions, answers, strict=True):
-            word = self._hidden[slot]
-            self._turns[slot] += 1
-            self._history[slot] += f"{question} {answer}\n"
-            success = answer == YES and self._names_word(question, word)
-            truncated = not success and self._turns[slot] >= self.max_turns
-            results.append(
-                StepResult(
-                    observation=self._history[slot],
-                    reward=0.0 if success else -1.0,
-                    terminated=success,
-                    truncated=truncated,
-                    info={"success": success, "word": word.name, "answer": answer},
-                )
-            )
-        return results
+    def judge(self, secret: Word, question: str, raw_answer: str) -> tuple[str, bool, dict[str, Any]]:
+        success = raw_answer == YES and self._names_word(question, secret)
+        return raw_answer, success, {"word": secret.name}
 
     def corpus(self) -> list[str]:
         """Histories made of every property question and every guess, for training the embedded tokenizers.
