@@ -1039,6 +1039,10 @@ class RunConfig:
         pretrain: behaviour cloning that builds the starting policy before an RL run (on ``data``, with the same
             env and model). It runs once and is cached under ``cache_dir`` (keyed by everything it depends on), so
             every seed of an RL run starts from the same policy; ``null`` starts from ``model.policy`` as is.
+        init_from: the run folder of an earlier run (e.g. ``offline_archer_20q``) whose final policy and, when both
+            runs have one, critic and target critic start this run: offline to online in one command. The model
+            sizes must match. Ignored when this run resumes from its own checkpoint.
+        prefill_buffer_from_data: online algorithms start with the offline dataset (``data``) in the replay buffer.
         resume: continue from the checkpoint in ``run_dir`` when there is one (it must come from the same config).
         save_every_iters: write the checkpoint (and the policy folder) after every this many iterations.
         process_group_timeout_s: how long a process waits for the others at a collective before failing (long
@@ -1058,6 +1062,8 @@ class RunConfig:
     cache_dir: str | None = None
     torch_threads: int | None = None
     pretrain: BCConfig | None = None
+    init_from: str | None = None
+    prefill_buffer_from_data: bool = False
     resume: bool = True
     save_every_iters: int = 1
     process_group_timeout_s: int = 18_000
@@ -1073,6 +1079,12 @@ class RunConfig:
         self.data.validate()
         self.eval.validate()
         self.logging.validate()
+        if self.prefill_buffer_from_data:
+            _check(
+                self.algorithm.online,
+                "prefill_buffer_from_data",
+                "is for online algorithms (offline ones train on data)",
+            )
         if self.pretrain is not None:
             _check(self.algorithm.online, "pretrain", "is for online algorithms; offline runs train from data already")
             self.pretrain.validate()

@@ -137,8 +137,11 @@ class Trainer:
         self.start_iteration = 0
         if cfg.resume and (self.run_dir / CHECKPOINT_FILE).exists():
             self._resume()
-        elif self.accelerator.is_main_process:
-            atomic_write_json(self.run_dir / "config.json", self.config_dict)
+        else:
+            if cfg.init_from is not None:
+                self._initialise_from(Path(cfg.init_from).expanduser())
+            if self.accelerator.is_main_process:
+                atomic_write_json(self.run_dir / "config.json", self.config_dict)
 
     def _pretrained_policy(self) -> Path:
         """Folder of the starting policy built by ``cfg.pretrain``: trained once, then reused from the cache."""
@@ -172,9 +175,32 @@ class Trainer:
             self.accelerator.wait_for_everyone()
         return folder / POLICY_FOLDER
 
+    def _initialise_from(self, run_dir: Path) -> None:
+        """Start from the networks of an earlier run's final checkpoint (offline to online)."""
+        if not (run_dir / CHECKPOINT_FILE).exists():
+            raise CheckpointError(f"init_from={run_dir}: no {CHECKPOINT_FILE} there; give a finished run's folder")
+        state = load_checkpoint(run_dir / CHECKPOINT_FILE)["algorithm"]
+        networks = {"policy": self.policy.model}
+        critic = getattr(self.algorithm, "critic", None)
+        if critic is not None and "critic" in state:
+            networks.update(critic=critic, target_critic=self.algorithm.target_critic)
+        for name, network in networks.items():
+            try:
+                network.load_state_dict(state[name])
+            except RuntimeError as error:
+                raise CheckpointError(
+                    f"init_from={run_dir}: its {name} does not fit this run's model config ({error}); use the same "
+                    "model settings as that run"
+                ) from error
+        log.info("initialised %s from %s", ", ".join(networks), run_dir)
+
     def _build_buffer(self) -> ReplayBuffer:
         if self.algorithm.online:
-            return ReplayBuffer(capacity=self.cfg.algorithm.replay_capacity, gamma_mc=self.cfg.algorithm.gamma)
+            buffer = ReplayBuffer(capacity=self.cfg.algorithm.replay_capacity, gamma_mc=self.cfg.algorithm.gamma)
+            if self.cfg.prefill_buffer_from_data:
+                buffer.add_trajectories(load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress))
+                log.info("replay buffer prefilled with %d offline transitions", len(buffer))
+            return buffer
         trajectories = load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress)
         num_transitions = sum(t.length for t in trajectories)
         buffer = ReplayBuffer(capacity=max(num_transitions, 1), gamma_mc=1.0)

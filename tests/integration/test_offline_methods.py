@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from archer.algorithms.iql_reinforce import IQLReinforceAlgorithm
+from archer.checkpointing import CheckpointError
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import top_fraction_by_return
@@ -202,3 +203,41 @@ def test_offline_bc_trains_the_policy_on_the_dataset(tmp_path: Path, cache: str)
     trainer.fit()
     assert changed(before, trainer.policy.model) > 0.9
     assert "actor/bc_loss" in records(tmp_path / "run")[2]
+
+
+def test_offline_to_online_starts_archer_from_the_offline_networks(tmp_path: Path, cache: str) -> None:
+    offline = make_trainer("offline_archer_20q", tmp_path / "offline", cache)
+    offline.fit()
+    # archer_20q's own critic is smaller; the online run must use the offline run's critic size.
+    same_critic = "model.critic.embedded={n_layer:2,n_embd:64,n_head:2,vocab_size:512,max_positions:514}"
+    online_cfg = compose_run(
+        "archer_20q",
+        [
+            *TINY_RUN_OVERRIDES,
+            f"cache_dir={cache}",
+            same_critic,
+            "pretrain=null",
+            f"init_from={tmp_path / 'offline'}",
+            "prefill_buffer_from_data=true",
+            "algorithm.num_iterations=1",
+            "algorithm.warmup_iters=0",
+        ],
+    )
+    online = Trainer(online_cfg, tmp_path / "online")
+    for name in ("policy", "critic", "target_critic"):
+        source = getattr(offline.algorithm, name) if name != "policy" else offline.policy.model
+        target = getattr(online.algorithm, name) if name != "policy" else online.policy.model
+        for key, value in source.state_dict().items():
+            torch.testing.assert_close(target.state_dict()[key], value, msg=f"{name}.{key}")
+    dataset = load_offline_trajectories(online_cfg, Path(cache))
+    assert len(online.buffer) == sum(t.length for t in dataset) > 0  # the offline data, before any rollout
+
+    def online_run(run_dir: Path, source: Path) -> Trainer:
+        overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "pretrain=null", f"init_from={source}"]
+        overrides += ["algorithm.num_iterations=1", "algorithm.warmup_iters=0"]
+        return Trainer(compose_run("archer_20q", overrides), run_dir)
+
+    with pytest.raises(CheckpointError, match="no checkpoint.pt"):
+        online_run(tmp_path / "other", tmp_path / "nowhere")
+    with pytest.raises(CheckpointError, match="does not fit"):
+        online_run(tmp_path / "third", tmp_path / "offline")  # archer_20q's own critic is smaller
