@@ -138,6 +138,9 @@ class Trainer:
         if cfg.resume and (self.run_dir / CHECKPOINT_FILE).exists():
             self._resume()
         else:
+            # A fresh start in a folder that already holds records (resume=false, or a run killed before its first
+            # checkpoint) starts a fresh record too.
+            self.tracker.truncate_after(-1)
             if cfg.init_from is not None:
                 self._initialise_from(Path(cfg.init_from).expanduser())
             if self.accelerator.is_main_process:

@@ -83,6 +83,9 @@ def test_resume_continues_and_a_different_config_is_refused(tmp_path: Path) -> N
     assert [r["iteration"] for r in read_records(run)] == [0, 1, 2, 3]
     with pytest.raises(CheckpointError, match="different configuration"):
         tiny_bc(run, cache, "algorithm.actor_lr=0.5")
+    # Starting over in the same folder starts the record over too.
+    tiny_bc(run, cache, "resume=false").fit()
+    assert [r["iteration"] for r in read_records(run)] == [0, 1, 2]
 
 
 def test_corrupt_checkpoint_gives_a_clear_error(tmp_path: Path) -> None:
