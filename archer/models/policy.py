@@ -106,7 +106,7 @@ class LanguagePolicy:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def _encode_prompts(self, observations: list[str]) -> list[list[int]]:
+    def encode_prompts(self, observations: list[str]) -> list[list[int]]:
         """Prompt ids, unpadded: the template applied, then truncated on the left to ``max_prompt_tokens``."""
         prompts = [self.template(observation) for observation in observations]
         rows = self.tokenizer(prompts, truncation=True, max_length=self.cfg.max_prompt_tokens)["input_ids"]
@@ -114,7 +114,7 @@ class LanguagePolicy:
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
         return [list(row) if len(row) > 0 else [start] for row in rows]
 
-    def _left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-pad rows into ``input_ids`` and ``attention_mask``, both (B, L) long tensors."""
         length = max(len(row) for row in rows)
         input_ids = torch.full((len(rows), length), self.tokenizer.pad_token_id, dtype=torch.long)
@@ -181,9 +181,7 @@ class LanguagePolicy:
         try:
             with torch.no_grad():
                 for start in range(0, len(observations), step):
-                    input_ids, attention_mask = self._left_pad(
-                        self._encode_prompts(observations[start : start + step])
-                    )
+                    input_ids, attention_mask = self.left_pad(self.encode_prompts(observations[start : start + step]))
                     sequences = generator.generate(
                         input_ids=input_ids, attention_mask=attention_mask, generation_config=config
                     )
@@ -239,8 +237,8 @@ class LanguagePolicy:
         if width == 0:
             empty = torch.zeros((len(action_ids), 0), device=self.device)
             return empty, empty.clone()
-        prompts = self._encode_prompts(observations)
-        input_ids, attention_mask = self._left_pad([p + list(a) for p, a in zip(prompts, action_ids, strict=True)])
+        prompts = self.encode_prompts(observations)
+        input_ids, attention_mask = self.left_pad([p + list(a) for p, a in zip(prompts, action_ids, strict=True)])
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         extra = {"logits_to_keep": width + 1} if self._accepts_logits_to_keep else {}
         logits = self.model(
@@ -282,7 +280,7 @@ class LanguagePolicy:
         if self.cfg.template != "plain" or self.stop_token_id is None:
             alone = list(range(len(observations)))
         else:
-            prompts = self._encode_prompts(observations)
+            prompts = self.encode_prompts(observations)
             texts = [obs + act for obs, act in zip(observations, actions, strict=True)]
             # Longest first: each turn joins the first row whose text starts with its observation and action.
             order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
@@ -305,7 +303,7 @@ class LanguagePolicy:
         logprobs = torch.zeros((len(observations), width), device=self.device)
         mask = torch.zeros((len(observations), width), device=self.device)
         if rows:
-            input_ids, attention_mask = self._left_pad(rows)
+            input_ids, attention_mask = self.left_pad(rows)
             position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
             logits = self.model(
                 input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False

@@ -62,8 +62,8 @@ class TokenValueModel(nn.Module):
         policy: LanguagePolicy = self._policy
         lengths = torch.tensor([len(ids) for ids in action_ids], device=policy.device)
         width = int(lengths.max().item())
-        rows = [p + list(a) for p, a in zip(policy._encode_prompts(observations), action_ids, strict=True)]
-        input_ids, attention_mask = policy._left_pad(rows)
+        rows = [p + list(a) for p, a in zip(policy.encode_prompts(observations), action_ids, strict=True)]
+        input_ids, attention_mask = policy.left_pad(rows)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         # Only the hidden states are used; logits_to_keep=1 spares the vocabulary projection of every position.
         extra = {"logits_to_keep": 1} if self._accepts_logits_to_keep else {}

@@ -173,7 +173,7 @@ def test_the_prompt_lists_the_subset_and_has_one_bos(chat_model: Path, tmp_path:
     assert words == "football, dog, banana, truck, pants, computer, piano, chair, pen, scissors"
     assert prompt.count(words + ".") == 2 and history in prompt
     assert prompt.startswith("[INST] Please play Twenty Questions") and prompt.endswith(" [/INST]")
-    ids = policy._encode_prompts([history])[0]
+    ids = policy.encode_prompts([history])[0]
     bos = policy.tokenizer.bos_token_id
     assert ids[0] == bos and ids.count(bos) == 1
     # The chat template itself renders a BOS; it is dropped because the tokenizer adds one.
@@ -188,7 +188,7 @@ def test_without_a_chat_template_the_reference_inst_format_is_used(tmp_path: Pat
     policy = _policy(folder, tmp_path)
     prompt = policy.template("Questions:\n")
     assert prompt.startswith("[INST]Please play") and prompt.endswith("[/INST]\n") and "<s>" not in prompt
-    ids = policy._encode_prompts(["Questions:\n"])[0]
+    ids = policy.encode_prompts(["Questions:\n"])[0]
     assert ids.count(policy.tokenizer.bos_token_id) == 1
 
 
