@@ -38,7 +38,7 @@ from typing import Any
 from tqdm import tqdm
 
 from archer.data.city_questioners import CityQuestioner, make_city_questioner, play_city_game
-from archer.data.json_records import DatasetError, read_json_list, write_json_list
+from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_json_list
 from archer.data.trajectory import Trajectory
 from archer.envs.city_facts import CITIES, City
 from archer.envs.oracles import Oracle
@@ -100,20 +100,9 @@ def split_utterance(utterance: str) -> tuple[str, str]:
     return question, answer
 
 
-def _shorten(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _check_record(record: Any, index: int, path: str) -> CityConversation:
     where = f"{path}: record {index}"
-    if not isinstance(record, dict):
-        raise DatasetError(
-            f"{where} is a JSON {type(record).__name__}, expected an object with keys {', '.join(_KEYS)}"
-        )
-    missing = [key for key in _KEYS if key not in record]
-    if missing:
-        raise DatasetError(f"{where} has no {', '.join(repr(k) for k in missing)} (keys found: {sorted(record)})")
+    require_keys(record, where, _KEYS, DatasetError)
     conversation, done, word = record["conversation"], record["done"], record["word"]
     if not isinstance(conversation, list):
         raise DatasetError(f"{where}: 'conversation' must be a list of strings, got a {type(conversation).__name__}")
@@ -127,11 +116,11 @@ def _check_record(record: Any, index: int, path: str) -> CityConversation:
         try:
             split_utterance(utterance)
         except ValueError as error:
-            raise DatasetError(f"{where}: utterance {number} {_shorten(utterance)} is malformed: {error}") from None
+            raise DatasetError(f"{where}: utterance {number} {shorten(utterance)} is malformed: {error}") from None
     if not isinstance(done, bool):
-        raise DatasetError(f"{where}: 'done' must be true or false, got {_shorten(done)}")
+        raise DatasetError(f"{where}: 'done' must be true or false, got {shorten(done)}")
     if not isinstance(word, str) or not word.strip():
-        raise DatasetError(f"{where}: 'word' must be a non-empty 'city,country' string, got {_shorten(word)}")
+        raise DatasetError(f"{where}: 'word' must be a non-empty 'city,country' string, got {shorten(word)}")
     return CityConversation(list(conversation), done, word)
 
 

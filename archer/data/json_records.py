@@ -51,3 +51,21 @@ def write_json_list(records: list[dict[str, Any]], path: str | os.PathLike[str])
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def shorten(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages about bad records."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def require_keys(
+    record: Any, where: str, keys: tuple[str, ...], error: type[DatasetError] = DatasetError
+) -> dict[str, Any]:
+    """``record`` if it is a JSON object holding every one of ``keys``; otherwise ``error`` naming ``where``."""
+    if not isinstance(record, dict):
+        raise error(f"{where} is a JSON {type(record).__name__}, expected an object with keys {', '.join(keys)}")
+    missing = [key for key in keys if key not in record]
+    if missing:
+        raise error(f"{where} has no {', '.join(repr(k) for k in missing)} (keys found: {sorted(record)})")
+    return record

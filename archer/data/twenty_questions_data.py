@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from archer.data.json_records import DatasetError, read_json_list, write_json_list
+from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_json_list
 from archer.data.scripted_questioners import Questioner, make_questioner, play_game
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
@@ -107,20 +107,9 @@ def conversation_to_transitions(conversation: Conversation) -> list[OfflineTrans
     return transitions
 
 
-def _shorten(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _check_record(record: Any, index: int, path: str) -> Conversation:
     where = f"{path}: record {index}"
-    if not isinstance(record, dict):
-        raise DatasetError(
-            f"{where} is a JSON {type(record).__name__}, expected an object with keys {', '.join(_KEYS)}"
-        )
-    missing = [key for key in _KEYS if key not in record]
-    if missing:
-        raise DatasetError(f"{where} has no {', '.join(repr(k) for k in missing)} (keys found: {sorted(record)})")
+    require_keys(record, where, _KEYS, DatasetError)
     lines, correct, word = record["lines"], record["correct"], record["word"]
     if not isinstance(lines, list):
         raise DatasetError(f"{where}: 'lines' must be a list of strings, got a {type(lines).__name__}")
@@ -133,15 +122,15 @@ def _check_record(record: Any, index: int, path: str) -> Conversation:
             raise DatasetError(f"{where}: line {number} is a {type(line).__name__}, expected a string")
         if not line.endswith(ANSWER_SUFFIXES):
             raise DatasetError(
-                f"{where}: line {number} {_shorten(line)} must end with ' Yes.' or ' No.' "
+                f"{where}: line {number} {shorten(line)} must end with ' Yes.' or ' No.' "
                 "(a question, a space and the oracle's answer)"
             )
         if not _question_of(line).strip():
-            raise DatasetError(f"{where}: line {number} {_shorten(line)} has an answer but no question")
+            raise DatasetError(f"{where}: line {number} {shorten(line)} has an answer but no question")
     if not isinstance(correct, bool):
-        raise DatasetError(f"{where}: 'correct' must be true or false, got {_shorten(correct)}")
+        raise DatasetError(f"{where}: 'correct' must be true or false, got {shorten(correct)}")
     if not isinstance(word, list) or not all(isinstance(alias, str) and alias.strip() for alias in word):
-        raise DatasetError(f"{where}: 'word' must be a list of non-empty alias strings, got {_shorten(word)}")
+        raise DatasetError(f"{where}: 'word' must be a list of non-empty alias strings, got {shorten(word)}")
     if not word:
         raise DatasetError(f"{where}: 'word' is empty; give the hidden word's aliases, canonical name first")
     return Conversation(list(lines), correct, list(word))
