@@ -9,6 +9,7 @@ old or the new checkpoint, never half of one.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -28,14 +29,44 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used: corrupt, from another config, or of an unknown format."""
 
 
-def config_fingerprint(config: dict[str, Any], ignore: tuple[str, ...] = ()) -> str:
-    """A short hash of the config keys that must match for a checkpoint to be resumed.
+def explicit_settings(config: Any) -> Any:
+    """The settings of a config that differ from its dataclasses' defaults, as nested dicts.
+
+    Each dataclass becomes ``{"__type__": class name, field: value, ...}`` with only the fields whose value differs
+    from the field's default, so a field added to a config class in a later version (whose default keeps the old
+    behaviour) changes nothing here. Non-dataclass values are returned as they are.
+    """
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        return config
+    settings: dict[str, Any] = {"__type__": type(config).__name__}
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:
+            default = dataclasses.MISSING
+        if dataclasses.is_dataclass(value):
+            if dataclasses.is_dataclass(default) and type(default) is type(value) and value == default:
+                continue
+            settings[field.name] = explicit_settings(value)
+        elif value != default:
+            settings[field.name] = value
+    return settings
+
+
+def config_fingerprint(config: Any, ignore: tuple[str, ...] = ()) -> str:
+    """A short hash of the config settings that must match for a checkpoint (or a cached model) to be reused.
+
+    Only settings that differ from the defaults count (``explicit_settings``): upgrading archer to a version with
+    new config keys keeps old checkpoints and cached starting policies usable.
 
     Args:
-        config: the run config as nested dicts.
+        config: the run config (a dataclass, e.g. ``RunConfig``).
         ignore: dotted keys left out of the hash (``"run_dir"``, ``"algorithm.num_iterations"``).
     """
-    kept = copy.deepcopy(config)
+    kept = copy.deepcopy(explicit_settings(config))
     for key in ignore:
         *parents, leaf = key.split(".")
         node = kept

@@ -89,6 +89,14 @@ class PolicyConfig:
         temperature: sampling temperature (reference: 1.0).
         top_k: top-k filter when sampling; 0 disables it (reference: 50, the Hugging Face default it relied on).
         top_p: nucleus filter when sampling; 1.0 disables it.
+        shard: ``none`` keeps a full copy of the policy on every process; ``fsdp`` shards its parameters,
+            gradients and optimiser state over the processes (FSDP2, ``archer/models/sharding.py``), for policies
+            too large to train as full copies (7B). Ignored with one process.
+        reuse_kv_cache: rollouts of online algorithms keep each game's token ids and KV cache between turns, so a
+            turn feeds only its new tokens (``archer.models.incremental``); off replays the whole history each turn.
+        append_token_ids: with ``reuse_kv_cache``, token in, token out: append the tokens of the environment's new
+            text to each game's ids instead of re-tokenising the whole observation (the ids can then differ from
+            what the learner re-tokenises; see ``archer.models.incremental``).
     """
 
     name_or_path: str = "embedded"
@@ -108,6 +116,9 @@ class PolicyConfig:
     temperature: float = 1.0
     top_k: int = 50
     top_p: float = 1.0
+    shard: str = "none"
+    reuse_kv_cache: bool = False
+    append_token_ids: bool = False
 
     def validate(self, prefix: str = "model.policy") -> None:
         _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
@@ -118,7 +129,9 @@ class PolicyConfig:
         _check(self.temperature > 0, f"{prefix}.temperature", "must be positive (greedy decoding is chosen per call)")
         _check(self.top_k >= 0, f"{prefix}.top_k", "must be >= 0 (0 disables top-k)")
         _check(0 < self.top_p <= 1, f"{prefix}.top_p", "must be in (0, 1]")
+        _check_choice(self.shard, f"{prefix}.shard", ("none", "fsdp"))
         _check(self.stop_string is None or len(self.stop_string) > 0, f"{prefix}.stop_string", "use null, not ''")
+        _check(self.reuse_kv_cache or not self.append_token_ids, f"{prefix}.append_token_ids", "needs reuse_kv_cache")
         if self.use_lora:
             _check(self.lora_r > 0, f"{prefix}.lora_r", "must be positive when use_lora is true")
             _check(len(self.lora_target_modules) > 0, f"{prefix}.lora_target_modules", "name at least one module")
@@ -555,6 +568,10 @@ class ArcherConfig(AlgorithmConfig):
             treat them as terminal: false).
         generation_batch_size: prompts per ``generate`` call when sampling the critic phase's V-target actions
             and the actor's actions (large batches instead of the reference's one call per micro-batch).
+        center_advantages: subtract the actor batch's mean utterance advantage before the policy gradient (a
+            constant baseline). ``min(Q1, Q2) - min(V1, V2)`` is biased while the critic is young (every sampled
+            action gets a negative advantage, so every step pushes all samples down and raises the policy's
+            entropy); centring keeps only the ranking of the samples. Off reproduces the paper.
     """
 
     name: str = "archer"
@@ -574,6 +591,7 @@ class ArcherConfig(AlgorithmConfig):
     tau: float = 0.1
     bootstrap_on_truncation: bool = False
     generation_batch_size: int = 256
+    center_advantages: bool = False
 
     @property
     def online(self) -> bool:

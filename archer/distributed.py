@@ -4,7 +4,8 @@ Every process plays its share of the games; the trajectories are exchanged in me
 every process adds all of them, in process order, to its own identical replay buffer. Each process then samples
 its own minibatches (its own generator), and gradients are averaged over processes before each network's
 clipping and step, so every process applies the same update and the networks stay identical. With one process
-every function here is the identity.
+every function here is the identity. A sharded policy (``model.policy.shard=fsdp``) is the exception to full copies:
+see ``archer/models/sharding.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TypeVar
 import torch
 from accelerate import Accelerator
 from accelerate.utils import gather_object
+from torch.distributed.tensor import DTensor
 
 T = TypeVar("T")
 
@@ -51,10 +53,16 @@ def all_gather(local: list[T], accelerator: Accelerator) -> list[T]:
 
 
 def average_gradients(parameters: Iterable[torch.nn.Parameter], accelerator: Accelerator) -> None:
-    """Replace each gradient by its mean over processes (one flattened all-reduce; missing gradients count as 0)."""
+    """Replace each gradient by its mean over processes (one flattened all-reduce; missing gradients count as 0).
+
+    Sharded parameters (``DTensor``, ``model.policy.shard=fsdp``) are skipped: FSDP already averaged their
+    gradients in the backward pass, and each process holds a different shard, so an all-reduce would mix them.
+    """
     if accelerator.num_processes == 1:
         return
-    params = [p for p in parameters if p.requires_grad]
+    params = [p for p in parameters if p.requires_grad and not isinstance(p, DTensor)]
+    if not params:
+        return
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
     torch.distributed.all_reduce(flat, op=torch.distributed.ReduceOp.SUM)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import transformers
 from accelerate import Accelerator
-from accelerate.utils import InitProcessGroupKwargs
+from accelerate.utils import DistributedType, InitProcessGroupKwargs
 
 from archer.algorithms import make_algorithm
 from archer.checkpointing import (
@@ -44,8 +44,9 @@ from archer.distributed import all_gather, shard, share, unshard
 from archer.envs import make_env, make_oracle
 from archer.evaluation import EvalResult, evaluate, evaluation_game_ids
 from archer.models.critic import build_critic
-from archer.models.loading import load_policy_model, save_policy
+from archer.models.loading import load_policy_model, policy_weights, save_policy
 from archer.models.policy import LanguagePolicy
+from archer.models.sharding import full_state, gathered, is_sharded, shard_like, shard_policy
 from archer.tracking import Tracker
 from archer.utils import atomic_write_json, atomic_write_text, process_seed, resolve_cache_dir, seed_everything
 
@@ -65,8 +66,13 @@ POLICY_FOLDER = "policy"
 CRITIC_ENCODER_FOLDER = "critic_encoder"
 PRETRAIN_DONE = "PRETRAINED"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
-# be extended by raising num_iterations).
-RESUMABLE_KEYS = ("run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations")
+# be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded).
+# How rollouts encode prompts (archer.models.incremental): no effect on a checkpoint or on the pretrained policy.
+ROLLOUT_ONLY_KEYS = ("model.policy.reuse_kv_cache", "model.policy.append_token_ids")
+RESUMABLE_KEYS = (
+    "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
+    *ROLLOUT_ONLY_KEYS,
+)  # fmt: skip
 
 
 class Trainer:
@@ -87,11 +93,12 @@ class Trainer:
             torch.set_num_threads(cfg.torch_threads)
         timeout = InitProcessGroupKwargs(timeout=timedelta(seconds=cfg.process_group_timeout_s))
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available(), kwargs_handlers=[timeout])
+        check_launch(self.accelerator)
         transformers.utils.logging.disable_progress_bar()
         self.progress = cfg.logging.progress_bars and self.accelerator.is_main_process
         self.cache_dir = resolve_cache_dir(cfg.cache_dir)
         self.config_dict: dict[str, Any] = asdict(cfg)
-        self.fingerprint = config_fingerprint(self.config_dict, ignore=RESUMABLE_KEYS)
+        self.fingerprint = config_fingerprint(cfg, ignore=RESUMABLE_KEYS)
         policy_cfg = cfg.model.policy
         if cfg.pretrain is not None:
             policy_cfg = replace(policy_cfg, name_or_path=str(self._pretrained_policy()))
@@ -110,6 +117,9 @@ class Trainer:
             critic = None
             if cfg.algorithm.uses_critic:
                 critic = build_critic(cfg.model.critic, str(self.cache_dir), self.env.corpus)
+        if policy_cfg.shard == "fsdp":
+            # Before the optimisers are built: sharding replaces the parameters.
+            model = shard_policy(model, self.accelerator)
         self.policy = LanguagePolicy(model.to(self.accelerator.device), tokenizer, policy_cfg)
         if critic is not None:
             critic = critic.to(self.accelerator.device)
@@ -164,7 +174,8 @@ class Trainer:
             save_every_iters=cfg.pretrain.num_iterations,
         )
         fingerprint = config_fingerprint(
-            asdict(pretrain_cfg), ignore=("run_dir", "logging", "torch_threads", "cache_dir")
+            pretrain_cfg,
+            ignore=("run_dir", "logging", "torch_threads", "cache_dir", "model.policy.shard", *ROLLOUT_ONLY_KEYS),
         )
         folder = self.cache_dir / "pretrained" / f"{cfg.env.name}-{fingerprint}"
         self.accelerator.wait_for_everyone()
@@ -188,8 +199,9 @@ class Trainer:
         if critic is not None and "critic" in state:
             networks.update(critic=critic, target_critic=self.algorithm.target_critic)
         for name, network in networks.items():
+            weights = shard_like(state[name], network.state_dict()) if is_sharded(network) else state[name]
             try:
-                network.load_state_dict(state[name])
+                network.load_state_dict(weights)
             except RuntimeError as error:
                 raise CheckpointError(
                     f"init_from={run_dir}: its {name} does not fit this run's model config ({error}); use the same "
@@ -215,13 +227,15 @@ class Trainer:
 
     def evaluate(self) -> EvalResult:
         """Greedy play of the fixed evaluation games with the current policy (split over processes)."""
-        local = collect_trajectories(
-            self.eval_env,
-            lambda observations: self.algorithm.act(observations, greedy=True),
-            game_ids=shard(self.eval_game_ids, self.accelerator),
-            progress=self.progress,
-            description="eval",
-        )
+        # A sharded policy is gathered once for the whole phase: processes' games end after different turns.
+        with gathered(self.policy.model):
+            local = collect_trajectories(
+                self.eval_env,
+                lambda observations: self.algorithm.act(observations, greedy=True),
+                game_ids=shard(self.eval_game_ids, self.accelerator),
+                progress=self.progress,
+                description="eval",
+            )
         return EvalResult.from_trajectories(unshard(local, len(self.eval_game_ids), self.accelerator))
 
     def _process_state(self) -> dict[str, Any]:
@@ -233,24 +247,39 @@ class Trainer:
         }
 
     def save(self, iteration: int) -> None:
-        """Atomic checkpoint of everything needed to continue, plus the policy as a plain HF folder."""
+        """Atomic checkpoint of everything needed to continue, plus the policy as a plain HF folder.
+
+        A sharded policy's weights and optimiser state are gathered into full tensors by every process together
+        (the main process alone keeps them), so the checkpoint is the one an unsharded run writes.
+        """
         process_states = all_gather([self._process_state()], self.accelerator)
+        algorithm_state = weights = None
+        if is_sharded(self.policy.model):
+            keep = self.accelerator.is_main_process
+            algorithm_state = full_state(self.algorithm.state_dict(), keep)
+            weights = full_state(policy_weights(self.policy.model), keep)
         if self.accelerator.is_main_process:
-            self._write_checkpoint(iteration, process_states)
+            self._write_checkpoint(iteration, process_states, algorithm_state, weights)
         self.accelerator.wait_for_everyone()
 
-    def _write_checkpoint(self, iteration: int, process_states: list[dict[str, Any]]) -> None:
+    def _write_checkpoint(
+        self,
+        iteration: int,
+        process_states: list[dict[str, Any]],
+        algorithm_state: dict[str, Any] | None = None,
+        weights: dict[str, torch.Tensor] | None = None,
+    ) -> None:
         state = {
             "config_fingerprint": self.fingerprint,
             "iteration": iteration,
-            "algorithm": self.algorithm.state_dict(),
+            "algorithm": algorithm_state if algorithm_state is not None else self.algorithm.state_dict(),
             "process_states": process_states,
             "env_trajectories": self.env_trajectories,
         }
         if self.algorithm.online:
             state["buffer"] = self.buffer.state_dict()
         save_checkpoint(self.run_dir, state)
-        save_policy(self.policy.model, self.policy.tokenizer, self.run_dir / POLICY_FOLDER)
+        save_policy(self.policy.model, self.policy.tokenizer, self.run_dir / POLICY_FOLDER, weights=weights)
         critic = getattr(self.algorithm, "critic", None)
         if critic is not None:
             save_policy(critic.encoder.encoder, critic.encoder.tokenizer, self.run_dir / CRITIC_ENCODER_FOLDER)
@@ -264,7 +293,11 @@ class Trainer:
                 f"it with the same number (this run has {self.accelerator.num_processes})"
             )
         mine = process_states[self.accelerator.process_index]
-        self.algorithm.load_state_dict(state["algorithm"])
+        algorithm_state = state["algorithm"]
+        if is_sharded(self.policy.model):
+            # The checkpoint's full tensors, split like the live shards (optimiser states at their first step).
+            algorithm_state = shard_like(algorithm_state, self.algorithm.state_dict())
+        self.algorithm.load_state_dict(algorithm_state)
         set_rng_state(mine["rng"])
         self.rng.bit_generator.state = mine["numpy_generator"]
         self.env.set_rng_state(mine["env_rng"])
@@ -282,12 +315,13 @@ class Trainer:
 
         Each process plays its share; every process then adds all games, in process order, to its buffer.
         """
-        local = collect_trajectories(
-            self.env,
-            lambda observations: self.algorithm.act(observations, greedy=False),
-            num_episodes=share(self.cfg.algorithm.rollout_episodes_per_iter, self.accelerator),
-            progress=self.progress,
-        )
+        with gathered(self.policy.model):
+            local = collect_trajectories(
+                self.env,
+                self.algorithm.rollout_actor(greedy=False),
+                num_episodes=share(self.cfg.algorithm.rollout_episodes_per_iter, self.accelerator),
+                progress=self.progress,
+            )
         trajectories = all_gather(local, self.accelerator)
         self.buffer.add_trajectories(trajectories)
         self.algorithm.observe(trajectories, iteration)
@@ -334,6 +368,25 @@ class Trainer:
         self.tracker.finish()
         self.accelerator.wait_for_everyone()
         return last
+
+
+def check_launch(accelerator: Accelerator) -> None:
+    """Refuse Accelerate settings that would be silently ignored: archer never calls ``accelerator.prepare``.
+
+    Raises:
+        ValueError: an Accelerate FSDP or DeepSpeed launch, or Accelerate mixed precision.
+    """
+    if accelerator.distributed_type in (DistributedType.FSDP, DistributedType.DEEPSPEED):
+        raise ValueError(
+            f"launched with an Accelerate {accelerator.distributed_type.value} config, which archer does not use: "
+            "launch with scripts/accelerate/multi_gpu.yaml or sharded_7b.yaml, and set model.policy.shard=fsdp to "
+            "shard the policy"
+        )
+    if accelerator.mixed_precision != "no":
+        raise ValueError(
+            f"launched with Accelerate mixed_precision={accelerator.mixed_precision}, which archer does not use; set "
+            "mixed_precision 'no' and choose each network's precision with model.policy.dtype and model.critic.dtype"
+        )
 
 
 def rollout_metrics(trajectories: list[Trajectory]) -> dict[str, float]:

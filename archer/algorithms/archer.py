@@ -29,7 +29,13 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_metrics
-from archer.algorithms.losses import archer_critic_loss, reinforce_loss, td_q_targets, utterance_advantage
+from archer.algorithms.losses import (
+    archer_critic_loss,
+    centered,
+    reinforce_loss,
+    td_q_targets,
+    utterance_advantage,
+)
 from archer.config import ArcherConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import TransitionBatch
@@ -152,13 +158,18 @@ class ArcherAlgorithm(Algorithm):
 
     # ---- actor -------------------------------------------------------------------------------------------
 
+    def actor_advantages(self, observations: list[str], actions: list[str]) -> torch.Tensor:
+        """The online critic's utterance advantages of ``actions`` at ``observations`` (centred if configured)."""
+        with torch.no_grad():
+            critic_out = self.critic(observations, actions)
+            advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
+        return centered(advantages) if self.cfg.center_advantages else advantages
+
     def actor_step(self, observations: list[str], iteration: int, step: int) -> dict[str, float]:
         """One REINFORCE step on fresh policy samples at ``observations``."""
         cfg = self.cfg
         generation = self.policy.generate(observations, greedy=False, batch_size=cfg.generation_batch_size)
-        with torch.no_grad():
-            critic_out = self.critic(observations, generation.texts)
-            advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
+        advantages = self.actor_advantages(observations, generation.texts)
         size = len(observations)
         losses = []
         for start in range(0, size, cfg.actor_micro_batch_size):

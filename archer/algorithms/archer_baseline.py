@@ -27,7 +27,7 @@ from accelerate import Accelerator
 
 from archer.algorithms.archer import ArcherAlgorithm, _stats
 from archer.algorithms.base import check_finite, clip_and_step
-from archer.algorithms.losses import token_baseline_losses, utterance_advantage
+from archer.algorithms.losses import token_baseline_losses
 from archer.config import ArcherBaselineConfig
 from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
@@ -66,9 +66,7 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
         """One baselined REINFORCE step on fresh samples at ``observations``, and one value-model step."""
         cfg = self.cfg
         generation = self.policy.generate(observations, greedy=False, batch_size=cfg.generation_batch_size)
-        with torch.no_grad():
-            critic_out = self.critic(observations, generation.texts)
-            advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
+        advantages = self.actor_advantages(observations, generation.texts)
         size = len(observations)
         pg_total, value_total, residuals, values_seen = 0.0, 0.0, [], []
         for start in range(0, size, cfg.actor_micro_batch_size):

@@ -22,7 +22,7 @@ import torch
 
 from archer.algorithms.archer import ArcherAlgorithm, _stats
 from archer.algorithms.base import check_finite, clip_and_step
-from archer.algorithms.losses import ppo_clip_loss, utterance_advantage
+from archer.algorithms.losses import ppo_clip_loss
 from archer.config import ArcherPPOConfig
 
 
@@ -39,9 +39,8 @@ class ArcherPPOAlgorithm(ArcherAlgorithm):
             slice(start, min(start + cfg.actor_micro_batch_size, len(observations)))
             for start in range(0, len(observations), cfg.actor_micro_batch_size)
         ]
+        advantages = self.actor_advantages(observations, generation.texts)
         with torch.no_grad():
-            critic_out = self.critic(observations, generation.texts)
-            advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
             # Per-token log-probabilities of the sampling policy, with the same micro-batches (and so the same
             # padded widths) as the gradient passes below.
             old = [self.policy.token_logprobs(observations[rows], generation.token_ids[rows])[0] for rows in micro]

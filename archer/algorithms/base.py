@@ -13,9 +13,12 @@ from accelerate import Accelerator
 
 from archer.config import AlgorithmConfig
 from archer.data.replay_buffer import ReplayBuffer
+from archer.data.rollout import ActFn, BatchActor
 from archer.data.trajectory import Trajectory
 from archer.distributed import average_gradients
+from archer.models.incremental import IncrementalActor
 from archer.models.policy import LanguagePolicy
+from archer.models.sharding import shard_optimizer_state, sharded_grad_norm
 
 T = TypeVar("T")
 
@@ -56,7 +59,13 @@ def clip_and_step(
     """
     params = [p for p in parameters if p.requires_grad]
     average_gradients(params, accelerator)
-    norm = accelerator.clip_grad_norm_(params, max_grad_norm)
+    norm = sharded_grad_norm(params)
+    if norm is None:
+        norm = accelerator.clip_grad_norm_(params, max_grad_norm)
+    else:
+        # FSDP-sharded gradients: the norm is reduced over the shards, then every shard is scaled by the same factor.
+        torch.nn.utils.clip_grads_with_norm_(params, max_grad_norm, norm)
+        shard_optimizer_state(optimizer)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     norm_value = float(norm) if norm is not None else float("nan")
@@ -74,6 +83,8 @@ class Algorithm(ABC):
 
     #: Whether the trainer collects rollouts into the buffer every iteration.
     online: bool = False
+    #: Whether an overridden ``act`` still samples one ``policy.generate`` action per observation (``rollout_actor``).
+    samples_policy: bool = False
 
     def __init__(self, cfg: AlgorithmConfig, policy: LanguagePolicy, accelerator: Accelerator) -> None:
         self.cfg = cfg
@@ -83,6 +94,14 @@ class Algorithm(ABC):
     def act(self, observations: list[str], greedy: bool) -> list[str]:
         """The actions sent to the environment for ``observations``."""
         return self.policy.generate(observations, greedy=greedy).texts
+
+    def rollout_actor(self, greedy: bool) -> ActFn | BatchActor:
+        """What rollouts play with: ``act``, or with ``model.policy.reuse_kv_cache`` the policy's incremental
+        generation, which keeps each game's KV cache between turns and records the sampled ids. That replaces
+        ``act`` only when ``act`` is one policy sample per observation: the base ``act`` or ``samples_policy``."""
+        if self.policy.cfg.reuse_kv_cache and (type(self).act is Algorithm.act or self.samples_policy):
+            return IncrementalActor(self.policy, greedy)
+        return lambda observations: self.act(observations, greedy=greedy)
 
     def observe(self, trajectories: list[Trajectory], iteration: int) -> None:  # noqa: B027 - optional hook
         """Called with each iteration's new games after they enter the buffer (filtered BC keeps its own window)."""

@@ -176,6 +176,20 @@ def utterance_advantage(q1: torch.Tensor, q2: torch.Tensor, v1: torch.Tensor, v2
     return torch.minimum(q1, q2) - torch.minimum(v1, v2)
 
 
+def centered(advantages: torch.Tensor) -> torch.Tensor:
+    """``A - mean(A)`` over the batch: a constant baseline that keeps only the ranking of the samples.
+
+    Args:
+        advantages: (B,) advantages, B >= 1.
+
+    Returns:
+        (B,) centred advantages (a batch of one centres to zero).
+    """
+    if advantages.ndim != 1 or advantages.numel() == 0:
+        raise ValueError(f"advantages must be a non-empty (B,) tensor, got shape {tuple(advantages.shape)}")
+    return advantages - advantages.mean()
+
+
 def reinforce_loss(advantages: torch.Tensor, sequence_logprobs: torch.Tensor) -> torch.Tensor:
     """Utterance-level REINFORCE: ``-mean_B(A.detach() * log pi(a | s))``.
 

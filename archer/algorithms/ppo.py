@@ -141,6 +141,7 @@ class PPOAlgorithm(Algorithm):
     """
 
     online = True
+    samples_policy = True  # act only adds the token ids: rollouts may reuse the KV cache (Algorithm.rollout_actor)
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
@@ -21,6 +21,17 @@ class TokenizedActions(Protocol):
 # An acting function returns the action texts, or an object with ``.texts`` and ``.token_ids`` when the token ids
 # should be recorded in the trajectories (``Trajectory.action_token_ids``).
 ActFn = Callable[[list[str]], "list[str] | TokenizedActions"]
+# One batch's acting function: the live games' observations and their slots in the batch (a game keeps its slot).
+TurnFn = Callable[[list[str], list[int]], "list[str] | TokenizedActions"]
+
+
+@runtime_checkable
+class BatchActor(Protocol):
+    """An actor that keeps per-game state across the turns of a batch (``archer.models.incremental``)."""
+
+    def start_batch(self) -> TurnFn:
+        """A fresh acting function for one batch of games, called once per turn with the live games' slots."""
+        ...
 
 
 def _split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple[list[str], list[list[int]] | None]:
@@ -36,13 +47,14 @@ def _split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple
     return texts, token_ids
 
 
-def play_batch(env: BatchedTextEnv, act: ActFn, observations: list[str]) -> list[Trajectory]:
+def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[str]) -> list[Trajectory]:
     """Play the batch ``env`` was just reset to, from its first ``observations``, until every game ends.
 
-    ``act`` is called once per turn with the observations of the games still being played only. When it returns
-    token ids (see ``ActFn``) they are kept in each trajectory's ``action_token_ids``; it must then do so on every
-    turn.
+    ``act`` is called once per turn with the observations of the games still being played only (a ``BatchActor``
+    starts one acting function for the batch, which also gets the games' slots). When it returns token ids (see
+    ``ActFn``) they are kept in each trajectory's ``action_token_ids``; it must then do so on every turn.
     """
+    turn: TurnFn = act.start_batch() if isinstance(act, BatchActor) else lambda current, _slots: act(current)
     num_games = len(observations)
     history: list[list[str]] = [[obs] for obs in observations]
     actions: list[list[str]] = [[] for _ in range(num_games)]
@@ -53,7 +65,7 @@ def play_batch(env: BatchedTextEnv, act: ActFn, observations: list[str]) -> list
     current = list(observations)
     while any(env.active):
         live = [i for i, alive in enumerate(env.active) if alive]
-        chosen, chosen_ids = _split_actions(act([current[i] for i in live]), len(live))
+        chosen, chosen_ids = _split_actions(turn([current[i] for i in live], live), len(live))
         if with_ids is None:
             with_ids = chosen_ids is not None
         elif with_ids != (chosen_ids is not None):
@@ -91,7 +103,7 @@ def play_batch(env: BatchedTextEnv, act: ActFn, observations: list[str]) -> list
 
 def collect_trajectories(
     env: BatchedTextEnv,
-    act: ActFn,
+    act: ActFn | BatchActor,
     num_episodes: int | None = None,
     game_ids: Sequence[int] | None = None,
     seed: int | None = None,
@@ -102,7 +114,8 @@ def collect_trajectories(
 
     Args:
         env: the batched environment.
-        act: maps a list of observations to a list of actions (or to actions with their token ids, see ``ActFn``).
+        act: maps a list of observations to a list of actions (or to actions with their token ids, see ``ActFn``),
+            or a ``BatchActor``.
         num_episodes: how many random games (ignored when ``game_ids`` is given).
         game_ids: play these games, in this order.
         seed: reseed the environment first, so the same seed draws the same games.

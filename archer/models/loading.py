@@ -316,7 +316,25 @@ def _merged_lora_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     return merged
 
 
-def save_policy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, folder: str) -> None:
+def _is_peft(model: nn.Module) -> bool:
+    return hasattr(model, "get_base_model") and hasattr(model, "peft_config")
+
+
+def policy_weights(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights ``save_policy`` writes: the state dict, with LoRA adapters merged into the base weights.
+
+    For a sharded policy the values are ``DTensor`` shards (and merging LoRA is a collective);
+    ``archer.models.sharding.full_state`` turns them into full tensors.
+    """
+    return _merged_lora_state_dict(model) if _is_peft(model) else model.state_dict()
+
+
+def save_policy(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    folder: str,
+    weights: dict[str, torch.Tensor] | None = None,
+) -> None:
     """Write a model (the policy, or the critic's encoder) as a plain Hugging Face folder, loadable with
     ``AutoModelForCausalLM`` / ``AutoModel`` and no project code.
 
@@ -328,11 +346,15 @@ def save_policy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, fold
         model: the policy model, plain or ``peft.PeftModel``.
         tokenizer: its tokenizer.
         folder: destination folder.
+        weights: full tensors to write instead of the model's own (``policy_weights`` gathered from a sharded
+            policy); ``None`` takes them from ``model``.
     """
-    is_peft = hasattr(model, "get_base_model") and hasattr(model, "peft_config")
+    is_peft = _is_peft(model)
 
     def write(tmp: Path) -> None:
-        if is_peft:
+        if weights is not None:
+            (model.get_base_model() if is_peft else model).save_pretrained(tmp, state_dict=weights)
+        elif is_peft:
             model.get_base_model().save_pretrained(tmp, state_dict=_merged_lora_state_dict(model))
         else:
             model.save_pretrained(tmp)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import Cache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from archer.config import PolicyConfig
 from archer.models.templates import get_action_parser, get_template
@@ -146,14 +146,58 @@ class LanguagePolicy:
             eos_token_id=self.terminator_ids,
             pad_token_id=self.tokenizer.pad_token_id,
             use_cache=True,
+            return_dict_in_generate=True,
         )
 
-    def _action_text(self, token_ids: list[int]) -> str:
+    def action_text(self, token_ids: list[int]) -> str:
+        """The action the environment receives for sampled ``token_ids`` (see ``Generation.texts``)."""
         text = self.tokenizer.decode(token_ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
         text = text.lstrip("\n")
         if self.cfg.stop_string is not None:
             text = text.split(self.cfg.stop_string, 1)[0]
         return self.action_parser(text)
+
+    def decode_batch(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        greedy: bool,
+        past_key_values: Cache | None = None,
+    ) -> tuple[list[list[int]], Cache | None]:
+        """One ``model.generate`` call on left-padded rows, without gradients and in eval mode.
+
+        The model's previous train/eval mode is restored. Sampling draws from torch's global generator.
+
+        Args:
+            input_ids: (B, L) ids; with ``past_key_values``, only the ids the cache does not hold yet.
+            attention_mask: (B, L) mask; with ``past_key_values``, (B, C + L) covering the C cached columns too.
+                Positions are counted from it, so masked columns anywhere in a row are skipped.
+            greedy: argmax decoding instead of sampling.
+            past_key_values: keys and values of the first C columns, extended in place by the call.
+
+        Returns:
+            Each row's sampled ids up to and including its first terminator (see ``Generation.token_ids``), and
+            the cache after the call (it holds every fed column: the inputs and all sampled columns but the last).
+        """
+        generator = self._generator()
+        terminators = set(self.terminator_ids)
+        was_training = generator.training
+        generator.eval()
+        try:
+            with torch.no_grad():
+                output = generator.generate(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    past_key_values=past_key_values,
+                    generation_config=self._generation_config(greedy),
+                )
+        finally:
+            generator.train(was_training)
+        token_ids = []
+        for row in output.sequences[:, input_ids.shape[1] :].tolist():
+            end = next((i + 1 for i, token in enumerate(row) if token in terminators), len(row))
+            token_ids.append(row[:end])
+        return token_ids, output.past_key_values
 
     def generate(self, observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:
         """Sample (or greedily decode) one action per observation.
@@ -172,25 +216,11 @@ class LanguagePolicy:
         if not observations:
             return Generation(texts=[], token_ids=[])
         step = batch_size or len(observations)
-        generator = self._generator()
-        config = self._generation_config(greedy)
-        terminators = set(self.terminator_ids)
         token_ids: list[list[int]] = []
-        was_training = generator.training
-        generator.eval()
-        try:
-            with torch.no_grad():
-                for start in range(0, len(observations), step):
-                    input_ids, attention_mask = self.left_pad(self.encode_prompts(observations[start : start + step]))
-                    sequences = generator.generate(
-                        input_ids=input_ids, attention_mask=attention_mask, generation_config=config
-                    )
-                    for row in sequences[:, input_ids.shape[1] :].tolist():
-                        end = next((i + 1 for i, token in enumerate(row) if token in terminators), len(row))
-                        token_ids.append(row[:end])
-        finally:
-            generator.train(was_training)
-        return Generation(texts=[self._action_text(ids) for ids in token_ids], token_ids=token_ids)
+        for start in range(0, len(observations), step):
+            input_ids, attention_mask = self.left_pad(self.encode_prompts(observations[start : start + step]))
+            token_ids.extend(self.decode_batch(input_ids, attention_mask, greedy)[0])
+        return Generation(texts=[self.action_text(ids) for ids in token_ids], token_ids=token_ids)
 
     def encode_actions(self, actions: list[str]) -> list[list[int]]:
         """Token ids of text actions (from a dataset), terminated as generated ones are.

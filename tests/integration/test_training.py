@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,17 @@ def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path
     assert changed(critic_before, algorithm.critic) == 0.0
     assert changed(policy_before, trainer.policy.model) > 0.9
     assert all(p.grad is None for p in trainer.policy.model.parameters())
+
+
+def test_center_advantages_switch_centres_the_actor_batch(tmp_path: Path) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
+    algorithm = trainer.algorithm
+    trainer.collect(1)
+    states = trainer.buffer.sample(8, trainer.rng).observations
+    actions = trainer.policy.generate(states, greedy=False).texts
+    raw = algorithm.actor_advantages(states, actions)
+    algorithm.cfg = replace(algorithm.cfg, center_advantages=True)
+    torch.testing.assert_close(algorithm.actor_advantages(states, actions), raw - raw.mean())
 
 
 def test_archer_resumes_with_its_buffer_and_repeats_for_a_seed(tmp_path: Path) -> None:

@@ -141,6 +141,14 @@ def test_utterance_advantage_uses_min_of_heads():
     _close(adv, [1.0, 1.0])
 
 
+def test_centered_advantages_subtract_the_batch_mean():
+    # mean(1, -2, 4) = 1, so the centred advantages are (0, -3, 3).
+    torch.testing.assert_close(losses.centered(torch.tensor([1.0, -2.0, 4.0])), torch.tensor([0.0, -3.0, 3.0]))
+    torch.testing.assert_close(losses.centered(torch.tensor([-0.5])), torch.tensor([0.0]))
+    with pytest.raises(ValueError, match="non-empty"):
+        losses.centered(torch.zeros(0))
+
+
 def test_reinforce_loss_value_and_gradient():
     adv, logp = _leaf([2.0, -1.0]), _leaf([-1.0, -3.0])
     loss = losses.reinforce_loss(adv, logp)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -83,10 +84,10 @@ def test_greedy_actions_are_scored_as_generate_scored_them(
     captured = []
     generate = policy.model.generate
 
-    def generate_with_logits(**kwargs: Any) -> torch.Tensor:
-        output = generate(**kwargs, output_logits=True, return_dict_in_generate=True)
+    def generate_with_logits(**kwargs: Any) -> Any:
+        output = generate(**kwargs, output_logits=True)  # the policy's config returns a dict with the sequences
         captured.append(output)
-        return output.sequences
+        return output
 
     monkeypatch.setattr(policy.model, "generate", generate_with_logits)
     generation = policy.generate(OBSERVATIONS, greedy=True)
@@ -150,10 +151,10 @@ def test_texts_strip_leading_newlines_skip_specials_and_cut_at_the_stop_string(
     eos = policy.tokenizer.eos_token_id
     rows = [ids("\n\nIs it big") + ids("?") + ids(" junk"), ids("Is it red") + [eos], ids("no stop, the longest row")]
 
-    def fake_generate(input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+    def fake_generate(input_ids: torch.Tensor, **kwargs: Any) -> SimpleNamespace:
         width = max(len(row) for row in rows)
         new = torch.tensor([row + [eos] * (width - len(row)) for row in rows])
-        return torch.cat([input_ids, new], dim=1)
+        return SimpleNamespace(sequences=torch.cat([input_ids, new], dim=1), past_key_values=None)
 
     monkeypatch.setattr(policy.model, "generate", fake_generate)
     generation = policy.generate(OBSERVATIONS[:3], greedy=False)

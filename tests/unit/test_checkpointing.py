@@ -1,0 +1,57 @@
+"""Config fingerprints: which config changes make a checkpoint or a cached starting policy unusable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archer.checkpointing import config_fingerprint, explicit_settings
+from archer.config import ArcherConfig, CHAIConfig, RunConfig, TwentyQuestionsEnvConfig
+
+
+@dataclass
+class _Inner:
+    rate: float = 0.1
+    names: list[str] = field(default_factory=lambda: ["a"])
+
+
+@dataclass
+class _Outer:
+    inner: _Inner = field(default_factory=_Inner)
+    seed: int = 0
+
+
+def test_explicit_settings_keeps_only_changed_fields_and_the_types():
+    assert explicit_settings(_Outer()) == {"__type__": "_Outer"}
+    changed = _Outer(inner=_Inner(names=["a", "b"]), seed=3)
+    assert explicit_settings(changed) == {
+        "__type__": "_Outer",
+        "inner": {"__type__": "_Inner", "names": ["a", "b"]},
+        "seed": 3,
+    }
+
+
+def test_a_new_field_left_at_its_default_keeps_the_fingerprint():
+    @dataclass
+    class _OuterWithNewKey(_Outer):
+        new_switch: bool = False
+
+    _OuterWithNewKey.__name__ = "_Outer"  # the same class, one version later
+    assert config_fingerprint(_OuterWithNewKey()) == config_fingerprint(_Outer())
+    assert config_fingerprint(_OuterWithNewKey(new_switch=True)) != config_fingerprint(_Outer())
+
+
+def _run(algorithm, **kwargs) -> RunConfig:
+    return RunConfig(algorithm=algorithm, env=TwentyQuestionsEnvConfig(), **kwargs)
+
+
+def test_fingerprint_sees_changed_values_and_algorithm_types_but_not_ignored_keys():
+    base = _run(ArcherConfig())
+    assert config_fingerprint(base) == config_fingerprint(_run(ArcherConfig()))
+    assert config_fingerprint(base) != config_fingerprint(_run(ArcherConfig(critic_lr=1e-3)))
+    # CHAI's config with all defaults differs from ArCHer's by its type alone.
+    assert config_fingerprint(base) != config_fingerprint(_run(CHAIConfig()))
+    longer = _run(ArcherConfig(num_iterations=5000))
+    assert config_fingerprint(base) != config_fingerprint(longer)
+    ignore = ("algorithm.num_iterations", "run_dir")
+    assert config_fingerprint(base, ignore) == config_fingerprint(longer, ignore)
+    assert config_fingerprint(base, ignore) == config_fingerprint(_run(ArcherConfig(), run_dir="x"), ignore)
