@@ -18,7 +18,9 @@ Deviations from the reference, none changing the mathematics:
 - the k candidates of every state of a critic phase are sampled up front in large batches (the policy does not
   change during the critic phase); the reranking itself is done at each step with the target critic of that step,
   as in the reference, since the target moves by ``tau`` after every step;
-- greedy evaluation decodes once: the reference decoded the same greedy utterance k times;
+- greedy evaluation reranks the greedy decode and k - 1 samples (the reference decoded the same greedy utterance k
+  times, so its "reranking" always returned the frozen policy's greedy utterance and CHAI's evaluation measured
+  the starting policy);
 - the actions sent to the environment carry no terminator (the reference's CHAI kept ``\\n`` on them, giving
   histories the SFT policy never saw; ARCHER_SPEC.md 5.5 item 6).
 """
@@ -58,11 +60,24 @@ class CHAIAlgorithm(ArcherAlgorithm):
 
     cfg: CHAIConfig
 
-    def candidates(self, observations: list[str]) -> Generation:
-        """``num_candidates`` policy samples per observation, observation-major: row ``i * k + j`` is sample j of i."""
+    def candidates(self, observations: list[str], with_greedy: bool = False) -> Generation:
+        """``num_candidates`` actions per observation, observation-major: row ``i * k + j`` is candidate j of i.
+
+        All are policy samples, or with ``with_greedy`` candidate 0 is the greedy decode and the other k - 1 samples.
+        """
         k = self.cfg.num_candidates
-        repeated = [observation for observation in observations for _ in range(k)]
-        return self.policy.generate(repeated, greedy=False, batch_size=self.cfg.generation_batch_size)
+        sampled_per_state = k - 1 if with_greedy else k
+        repeated = [observation for observation in observations for _ in range(sampled_per_state)]
+        samples = self.policy.generate(repeated, greedy=False, batch_size=self.cfg.generation_batch_size)
+        if not with_greedy:
+            return samples
+        greedy = self.policy.generate(observations, greedy=True, batch_size=self.cfg.generation_batch_size)
+        texts, token_ids = [], []
+        for i in range(len(observations)):
+            rows = slice(i * sampled_per_state, (i + 1) * sampled_per_state)
+            texts += [greedy.texts[i], *samples.texts[rows]]
+            token_ids += [greedy.token_ids[i], *samples.token_ids[rows]]
+        return Generation(texts=texts, token_ids=token_ids)
 
     @torch.no_grad()
     def candidate_scores(self, observations: list[str], candidate_texts: list[str]) -> torch.Tensor:
@@ -102,10 +117,9 @@ class CHAIAlgorithm(ArcherAlgorithm):
         return chosen, scores
 
     def act(self, observations: list[str], greedy: bool) -> list[str]:
-        """Rollouts: the reranked choice among k samples. Greedy evaluation: one greedy decode (k would be equal)."""
-        if greedy:
-            return self.policy.generate(observations, greedy=True, batch_size=self.cfg.generation_batch_size).texts
-        chosen, _ = self.rerank(observations, self.candidates(observations))
+        """Rollouts: the reranked choice among k samples. Greedy evaluation: among the greedy decode and k - 1 samples
+        (k greedy decodes would be k copies of one utterance)."""
+        chosen, _ = self.rerank(observations, self.candidates(observations, with_greedy=greedy))
         return chosen.texts
 
     def critic_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:

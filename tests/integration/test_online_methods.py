@@ -208,7 +208,7 @@ def stub_chai() -> tuple[CHAIAlgorithm, _CandidatePolicy]:
     return algorithm, policy
 
 
-def test_chai_act_picks_the_highest_target_min_q_and_decodes_greedily_once() -> None:
+def test_chai_act_picks_the_highest_target_min_q_and_evaluates_by_reranking_the_greedy_decode() -> None:
     algorithm, policy = stub_chai()
     # generation_batch_size 4 with k = 3 scores one state per target-critic pass: chunking is exercised too.
     assert algorithm.act(["x", "y", "x"], greedy=False) == ["x-2", "y-0", "x-2"]
@@ -216,8 +216,11 @@ def test_chai_act_picks_the_highest_target_min_q_and_decodes_greedily_once() -> 
     _, scores = algorithm.rerank(["x"], algorithm.candidates(["x"]))
     torch.testing.assert_close(scores, torch.tensor([[0.0, 1.0, 3.0]]))
     policy.calls.clear()
-    assert algorithm.act(["x", "y"], greedy=True) == ["x-greedy", "y-greedy"]
-    assert policy.calls == [(2, True)]
+    # Greedy evaluation: per state the greedy decode and k - 1 = 2 samples. The stub numbers samples by row (i % 3),
+    # so x gets [x-greedy, x-0, x-1] and y gets [y-greedy, y-2, y-0]. A text missing from the table embeds as -1, the
+    # last row (y-2, min 0). Target mins: x -> (0, 0, 1) picks x-1; y -> (0, 0, 2) picks y-0.
+    assert algorithm.act(["x", "y"], greedy=True) == ["x-1", "y-0"]
+    assert policy.calls == [(4, False), (2, True)]
 
 
 def test_chai_v_target_uses_the_reranked_action() -> None:
