@@ -17,6 +17,7 @@ from omegaconf import MISSING
 
 DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler")
+Q_INPUTS = ("separate", "joint")
 
 
 class ConfigError(ValueError):
@@ -156,6 +157,10 @@ class CriticConfig:
         head_hidden_dim: width of the Q/V MLP heads; ``null`` uses the encoder's hidden size (reference: 768).
         max_tokens: texts are truncated on the left to this many tokens (reference: 512).
         dtype: parameter dtype.
+        q_input: what the Q heads read. ``separate`` (the reference): the observation and the action are encoded
+            apart and their vectors concatenated, so the encoder never sees them together. ``joint``: the Q heads
+            read one encoding of the observation followed by the action, so attention can relate the utterance to
+            the history (has this guess already been refuted?); V still reads the observation alone.
     """
 
     name_or_path: str = "embedded"
@@ -164,11 +169,13 @@ class CriticConfig:
     head_hidden_dim: int | None = None
     max_tokens: int = 512
     dtype: str = "float32"
+    q_input: str = "separate"
 
     def validate(self, prefix: str = "model.critic") -> None:
         _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
         self.embedded.validate(f"{prefix}.embedded")
         _check_choice(self.pooling, f"{prefix}.pooling", POOLINGS)
+        _check_choice(self.q_input, f"{prefix}.q_input", Q_INPUTS)
         _check_choice(self.dtype, f"{prefix}.dtype", DTYPES)
         _check(self.head_hidden_dim is None or self.head_hidden_dim > 0, f"{prefix}.head_hidden_dim", "> 0 or null")
         _check(self.max_tokens > 0, f"{prefix}.max_tokens", "must be positive")

@@ -111,10 +111,7 @@ class ArcherAlgorithm(Algorithm):
             end = min(start + cfg.critic_micro_batch_size, size)
             observations = batch.observations[start:end]
             with torch.no_grad():
-                target_obs = self.target_critic.embed(observations)
-                target_q1, target_q2 = self.target_critic.q_from_embeddings(
-                    target_obs, self.target_critic.embed(sampled_actions[start:end])
-                )
+                target_q1, target_q2 = self.target_critic.q_values(observations, sampled_actions[start:end])
                 next_v1, next_v2 = self.target_critic.v_from_embeddings(
                     self.target_critic.embed(batch.next_observations[start:end])
                 )
@@ -122,7 +119,7 @@ class ArcherAlgorithm(Algorithm):
                 q1_target = td_q_targets(rewards, done, next_v1, cfg.gamma)
                 q2_target = td_q_targets(rewards, done, next_v2, cfg.gamma)
             obs_emb = self.critic.embed(observations)
-            q1, q2 = self.critic.q_from_embeddings(obs_emb, self.critic.embed(batch.actions[start:end]))
+            q1, q2 = self.critic.q_values(observations, batch.actions[start:end], obs_emb)
             v1, v2 = self.critic.v_from_embeddings(obs_emb)
             loss, parts = archer_critic_loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
             check_finite(loss, "critic loss", iteration, step)

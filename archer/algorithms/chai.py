@@ -96,8 +96,9 @@ class CHAIAlgorithm(ArcherAlgorithm):
         for start in range(0, len(observations), per_pass):
             states = observations[start : start + per_pass]
             obs_emb = self.target_critic.embed(states).repeat_interleave(k, dim=0)  # (b * K, H)
-            act_emb = self.target_critic.embed(candidate_texts[start * k : (start + len(states)) * k])
-            q1, q2 = self.target_critic.q_from_embeddings(obs_emb, act_emb)
+            repeated = [state for state in states for _ in range(k)]
+            actions = candidate_texts[start * k : (start + len(states)) * k]
+            q1, q2 = self.target_critic.q_values(repeated, actions, obs_emb)
             scores.append(torch.minimum(q1, q2).view(len(states), k))
         return torch.cat(scores)
 

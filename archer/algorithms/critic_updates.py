@@ -124,15 +124,13 @@ class CriticLearner:
                 observations = batch.observations[start:end]
                 with torch.no_grad():
                     target = self.target_critic
-                    target_q1, target_q2 = target.q_from_embeddings(
-                        target.embed(observations), target.embed(v_target_actions[start:end])
-                    )
+                    target_q1, target_q2 = target.q_values(observations, v_target_actions[start:end])
                     next_v1, next_v2 = target.v_from_embeddings(target.embed(batch.next_observations[start:end]))
                     rewards = batch.rewards[start:end]
                     q1_target = td_q_targets(rewards, done[start:end], next_v1, self.gamma)
                     q2_target = td_q_targets(rewards, done[start:end], next_v2, self.gamma)
                 obs_emb = self.critic.embed(observations)
-                q1, q2 = self.critic.q_from_embeddings(obs_emb, self.critic.embed(batch.actions[start:end]))
+                q1, q2 = self.critic.q_values(observations, batch.actions[start:end], obs_emb)
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
                 loss, parts = self.loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
                 check_finite(loss, "critic loss", iteration, step)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from archer.config import POOLINGS, CriticConfig
+from archer.config import POOLINGS, Q_INPUTS, CriticConfig
 from archer.models.loading import load_critic_encoder
 
 
@@ -94,21 +94,27 @@ class CriticOutput:
 
 
 class DoubleCritic(nn.Module):
-    """One shared text encoder, two Q heads over ``[phi(obs); phi(action)]`` and two V heads over ``phi(obs)``.
+    """One shared text encoder, two Q heads and two V heads over ``phi(obs)``.
 
-    Each head is Linear-ReLU-Linear-ReLU-Linear with PyTorch's default initialisation, no normalisation and no
-    dropout, as the reference.
+    The Q heads read ``[phi(obs); phi(action)]`` (``q_input="separate"``, the reference) or
+    ``[phi(obs + action); phi(obs)]`` (``"joint"``: the encoder sees the utterance after its history). Each head is
+    Linear-ReLU-Linear-ReLU-Linear with PyTorch's default initialisation, no normalisation and no dropout, as the
+    reference.
 
     Args:
         encoder: maps texts to (B, H) vectors.
         head_hidden_dim: width D of the heads; ``None`` uses the encoder's hidden size H.
+        q_input: ``separate`` or ``joint``.
     """
 
-    def __init__(self, encoder: TextEncoder, head_hidden_dim: int | None = None) -> None:
+    def __init__(self, encoder: TextEncoder, head_hidden_dim: int | None = None, q_input: str = "separate") -> None:
         super().__init__()
+        if q_input not in Q_INPUTS:
+            raise ValueError(f"model.critic.q_input: unknown {q_input!r}; choose one of {', '.join(Q_INPUTS)}")
         hidden = encoder.hidden_size
         width = head_hidden_dim or hidden
         self.encoder = encoder
+        self.q_input = q_input
         self.q1 = _mlp(2 * hidden, width)
         self.q2 = _mlp(2 * hidden, width)
         self.v1 = _mlp(hidden, width)
@@ -123,6 +129,24 @@ class DoubleCritic(nn.Module):
         joint = torch.cat([obs_emb, act_emb], dim=-1)  # (B, 2H)
         return self.q1(joint).squeeze(-1), self.q2(joint).squeeze(-1)
 
+    def q_values(
+        self, observations: list[str], actions: list[str], obs_emb: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Twin Q values of B (observation, action) pairs; each (B,).
+
+        Args:
+            observations: B observation strings.
+            actions: B action strings.
+            obs_emb: ``embed(observations)`` when the caller already has it (it is computed otherwise).
+        """
+        if obs_emb is None:
+            obs_emb = self.embed(observations)
+        if self.q_input == "separate":
+            return self.q_from_embeddings(obs_emb, self.embed(actions))
+        # Observations end with their newline, so the action follows the history as the policy wrote it.
+        together = self.embed([obs + action for obs, action in zip(observations, actions, strict=True)])
+        return self.q_from_embeddings(together, obs_emb)
+
     def v_from_embeddings(self, obs_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Twin V values from (B, H) observation embeddings; each (B,)."""
         return self.v1(obs_emb).squeeze(-1), self.v2(obs_emb).squeeze(-1)
@@ -130,7 +154,7 @@ class DoubleCritic(nn.Module):
     def forward(self, observations: list[str], actions: list[str]) -> CriticOutput:
         """Q and V for B (observation, action) pairs; each observation is encoded once for both."""
         obs_emb = self.embed(observations)
-        q1, q2 = self.q_from_embeddings(obs_emb, self.embed(actions))
+        q1, q2 = self.q_values(observations, actions, obs_emb)
         v1, v2 = self.v_from_embeddings(obs_emb)
         return CriticOutput(q1=q1, q2=q2, v1=v1, v2=v2)
 
@@ -141,7 +165,8 @@ def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[st
     The heads draw their initial weights from torch's global generator, which the trainer seeds.
     """
     encoder, tokenizer = load_critic_encoder(cfg, cache_dir, corpus)
-    critic = DoubleCritic(TextEncoder(encoder, tokenizer, cfg.pooling, cfg.max_tokens), cfg.head_hidden_dim)
+    text_encoder = TextEncoder(encoder, tokenizer, cfg.pooling, cfg.max_tokens)
+    critic = DoubleCritic(text_encoder, cfg.head_hidden_dim, cfg.q_input)
     return critic.to(getattr(torch, cfg.dtype))
 
 

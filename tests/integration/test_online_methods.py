@@ -184,6 +184,11 @@ class _TableCritic(nn.Module):
         index = act_emb[:, 0].long()
         return self.q1_table[index], self.q2_table[index]
 
+    def q_values(
+        self, observations: list[str], actions: list[str], obs_emb: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.q_from_embeddings(obs_emb, self.embed(actions))
+
 
 # (Qbar1, Qbar2) per candidate. For "x", Qbar1 alone would pick x-0 and Qbar2 alone x-1; min(Qbar1, Qbar2) picks x-2
 # (min values 0, 1, 3). For "y" the mins are 2, -1, 0: y-0, although y-1 has the largest Qbar1 and y-2 Qbar2.

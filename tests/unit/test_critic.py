@@ -60,6 +60,27 @@ def test_forward_agrees_with_the_embedding_methods_and_encodes_observations_once
     assert not torch.allclose(q1, q2)  # the twin heads are initialised independently
 
 
+def test_joint_q_input_encodes_each_action_after_its_observation(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch.manual_seed(0)
+    joint_config = dataclasses.replace(tiny_critic_config, q_input="joint")
+    critic = build_critic(joint_config, model_cache_dir, lambda: tiny_corpus)
+    calls: list[list[str]] = []
+    encode = critic.encoder.forward
+    monkeypatch.setattr(critic.encoder, "forward", lambda texts: calls.append(texts) or encode(texts))
+    output = critic(OBSERVATIONS, ACTIONS)
+    joined = [obs + action for obs, action in zip(OBSERVATIONS, ACTIONS, strict=True)]
+    assert calls == [OBSERVATIONS, joined]
+    # Q heads read [phi(obs + action); phi(obs)], V heads phi(obs): the same head shapes as "separate".
+    q1, q2 = critic.q_from_embeddings(critic.embed(joined), critic.embed(OBSERVATIONS))
+    torch.testing.assert_close(output.q1, q1)
+    torch.testing.assert_close(output.q2, q2)
+    torch.testing.assert_close(output.v1, critic.v_from_embeddings(critic.embed(OBSERVATIONS))[0])
+    with pytest.raises(ValueError, match="q_input"):
+        DoubleCritic(critic.encoder, q_input="concat")
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean", "pooler"])
 def test_pooling_ignores_padding(
     tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str, pooling: str
