@@ -428,14 +428,19 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
             f"every online run starts from the `pretrain` policy of `{args.reference}`, built once before the runs"
             + (f" ({info['start_policy_s']:.0f} s; ~0 when cached)." if "start_policy_s" in info else ".")
         )
-        starts = {r.start["return"] for r in online if r.start}
+        # CHAI's evaluation reranks candidates with its (untrained, at iteration 0) critic, so its iteration-0 return
+        # is not the starting policy's greedy return; the others' must all be equal.
+        starts = {r.start["return"] for r in online if r.start and r.spec.config.algorithm.name != "chai"}
         if len(starts) > 1:
             lines.append(
                 f"WARNING: the online runs' starting returns differ ({sorted(starts)}): they did not all start from "
                 "the same policy, or greedy decoding is not deterministic here."
             )
         elif starts:
-            lines.append(f"Check: every online run's iteration-0 greedy return is the same ({starts.pop():.2f}).")
+            lines.append(
+                f"Check: every online run's iteration-0 greedy return is the same ({starts.pop():.2f}; CHAI "
+                "aside, whose evaluation reranks candidates with its critic)."
+            )
         new = info.get("new_pretrained_folders_during_runs", [])
         if new:
             lines.append(f"WARNING: runs built their own starting policy in {new}: the starts are not shared.")
@@ -451,8 +456,9 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
         algorithm = r.spec.config.algorithm
         if algorithm.name == "chai" and not getattr(algorithm, "update_policy", True):
             lines.append(
-                "CHAI keeps its policy frozen (`update_policy=false`) and greedy evaluation decodes that policy once, "
-                "so its greedy return stays the starting policy's; its reranked play shows in the sampled return."
+                "CHAI keeps its policy frozen (`update_policy=false`); its evaluation reranks the greedy decode and "
+                "k - 1 samples with its target critic, so its curve, iteration 0 included, measures the critic's "
+                "choices."
             )
             break
     if args.override:
