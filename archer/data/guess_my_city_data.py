@@ -32,13 +32,12 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from archer.data.city_questioners import CityQuestioner, make_city_questioner, play_city_game
-from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_json_list
+from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_checked_records
 from archer.data.trajectory import Trajectory
 from archer.envs.city_facts import CITIES, City
 from archer.envs.oracles import Oracle
@@ -147,11 +146,7 @@ def save_guess_my_city_dataset(conversations: Sequence[CityConversation], path: 
     Raises:
         DatasetError: if a conversation breaks the format (checked before anything is written).
     """
-    target = Path(path)
-    records = [asdict(conversation) for conversation in conversations]
-    for index, record in enumerate(records):
-        _check_record(record, index, f"{target} (not written)")
-    write_json_list(records, target)
+    write_checked_records([asdict(conversation) for conversation in conversations], path, _check_record)
 
 
 def conversation_to_trajectory(conversation: CityConversation) -> Trajectory:

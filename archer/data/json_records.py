@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,21 @@ def write_json_list(records: list[dict[str, Any]], path: str | os.PathLike[str])
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def write_checked_records(
+    records: list[dict[str, Any]],
+    path: str | os.PathLike[str],
+    check: Callable[[dict[str, Any], int, str], Any],
+) -> None:
+    """Check every record with ``check(record, index, where)`` first, then ``write_json_list`` them.
+
+    Nothing is written when a record fails its check (``check`` raises ``DatasetError``).
+    """
+    target = Path(path)
+    for index, record in enumerate(records):
+        check(record, index, f"{target} (not written)")
+    write_json_list(records, target)
 
 
 def shorten(value: Any, limit: int = 80) -> str:

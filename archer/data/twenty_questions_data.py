@@ -24,12 +24,11 @@ import os
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_json_list
+from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_checked_records
 from archer.data.scripted_questioners import Questioner, make_questioner, play_game
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
@@ -162,11 +161,7 @@ def save_twenty_questions_dataset(conversations: Sequence[Conversation], path: s
     Raises:
         DatasetError: if a conversation breaks the format (checked before anything is written).
     """
-    target = Path(path)
-    records = [asdict(conversation) for conversation in conversations]
-    for index, record in enumerate(records):
-        _check_record(record, index, f"{target} (not written)")
-    write_json_list(records, target)
+    write_checked_records([asdict(conversation) for conversation in conversations], path, _check_record)
 
 
 def _check_skill_mix(skill_mix: Sequence[tuple[float, float]]) -> None:
