@@ -18,6 +18,7 @@ from omegaconf import MISSING
 DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler")
 Q_INPUTS = ("separate", "joint")
+V_TARGET_ACTIONS = ("sample", "replay")
 
 
 class ConfigError(ValueError):
@@ -98,6 +99,10 @@ class PolicyConfig:
         append_token_ids: with ``reuse_kv_cache``, token in, token out: append the tokens of the environment's new
             text to each game's ids instead of re-tokenising the whole observation (the ids can then differ from
             what the learner re-tokenises; see ``archer.models.incremental``).
+        compile: run the policy's scoring passes (the log-probabilities of the actor, BC and PPO losses) through
+            ``torch.compile(dynamic=True)``; generation stays eager (Hugging Face's ``generate`` changes shapes every
+            step). Measured on this 2-core CPU it does not pay (README "Speed"), so it is off by default; on a GPU
+            with long training passes it can. Not combined with ``shard=fsdp``.
     """
 
     name_or_path: str = "embedded"
@@ -120,6 +125,7 @@ class PolicyConfig:
     shard: str = "none"
     reuse_kv_cache: bool = False
     append_token_ids: bool = False
+    compile: bool = False
 
     def validate(self, prefix: str = "model.policy") -> None:
         _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
@@ -133,6 +139,7 @@ class PolicyConfig:
         _check_choice(self.shard, f"{prefix}.shard", ("none", "fsdp"))
         _check(self.stop_string is None or len(self.stop_string) > 0, f"{prefix}.stop_string", "use null, not ''")
         _check(self.reuse_kv_cache or not self.append_token_ids, f"{prefix}.append_token_ids", "needs reuse_kv_cache")
+        _check(not (self.compile and self.shard == "fsdp"), f"{prefix}.compile", "is not supported with shard=fsdp")
         if self.use_lora:
             _check(self.lora_r > 0, f"{prefix}.lora_r", "must be positive when use_lora is true")
             _check(len(self.lora_target_modules) > 0, f"{prefix}.lora_target_modules", "name at least one module")
@@ -579,6 +586,12 @@ class ArcherConfig(AlgorithmConfig):
             constant baseline). ``min(Q1, Q2) - min(V1, V2)`` is biased while the critic is young (every sampled
             action gets a negative advantage, so every step pushes all samples down and raises the policy's
             entropy); centring keeps only the ranking of the samples. Off reproduces the paper.
+        v_target_action: the action a at which the target critic's Q gives V(s)'s target. ``sample`` (the paper): a
+            fresh policy sample a~ ~ pi(. | s), so V estimates the current policy's value; sampling them is most of
+            the critic phase's time. ``replay``: the stored action of the transition, so V estimates the value of
+            the recent policies that filled the buffer (SARSA-style), at no generation cost: many more critic steps
+            fit in the same time, which a small CPU run needs. The replay buffer's capacity sets how far behind the
+            current policy that estimate may lag.
     """
 
     name: str = "archer"
@@ -599,6 +612,7 @@ class ArcherConfig(AlgorithmConfig):
     bootstrap_on_truncation: bool = False
     generation_batch_size: int = 256
     center_advantages: bool = False
+    v_target_action: str = "sample"
 
     @property
     def online(self) -> bool:
@@ -630,6 +644,11 @@ class ArcherConfig(AlgorithmConfig):
         _check(self.critic_lr > 0, "algorithm.critic_lr", "must be positive")
         _check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
         _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
+        _check(
+            self.v_target_action in V_TARGET_ACTIONS,
+            "algorithm.v_target_action",
+            f"unknown {self.v_target_action!r}; choose one of {', '.join(V_TARGET_ACTIONS)}",
+        )
 
 
 @dataclass
@@ -788,6 +807,11 @@ class CHAIConfig(ArcherConfig):
         # A frozen policy has no actor phase, so its warm-up length cannot be wrong.
         ArcherConfig.validate(self if self.update_policy else replace(self, warmup_iters=0))
         _check(self.num_candidates >= 2, "algorithm.num_candidates", "must be >= 2 (1 candidate is plain sampling)")
+        _check(
+            self.v_target_action == "sample",
+            "algorithm.v_target_action",
+            "CHAI's V target is always the critic's choice among k policy samples; leave it at 'sample'",
+        )
 
 
 @dataclass

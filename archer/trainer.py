@@ -35,7 +35,7 @@ from archer.checkpointing import (
     save_checkpoint,
     set_rng_state,
 )
-from archer.config import CriticConfig, LoggingConfig, RunConfig
+from archer.config import CriticConfig, LoggingConfig, PolicyConfig, RunConfig
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
@@ -68,11 +68,47 @@ PRETRAIN_DONE = "PRETRAINED"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
 # be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded).
 # How rollouts encode prompts (archer.models.incremental): no effect on a checkpoint or on the pretrained policy.
-ROLLOUT_ONLY_KEYS = ("model.policy.reuse_kv_cache", "model.policy.append_token_ids")
+# Whether the scoring passes are compiled: the same numbers, so neither matters either.
+SPEED_ONLY_KEYS = ("model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile")
+# How the policy samples: behaviour cloning never samples, so these do not change the pretrained policy.
+SAMPLING_KEYS = ("temperature", "top_k", "top_p")
 RESUMABLE_KEYS = (
     "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
-    *ROLLOUT_ONLY_KEYS,
+    *SPEED_ONLY_KEYS,
 )  # fmt: skip
+
+
+def pretraining_config(cfg: RunConfig) -> tuple[RunConfig, str]:
+    """The behaviour-cloning run that builds ``cfg``'s starting policy, and the fingerprint naming its cache folder.
+
+    Raises:
+        ValueError: ``cfg.pretrain`` is not set.
+    """
+    if cfg.pretrain is None:
+        raise ValueError("pretraining_config: the run has no pretrain section")
+    pretrain_cfg = RunConfig(
+        algorithm=cfg.pretrain,
+        env=cfg.env,
+        # Behaviour cloning never builds the critic and never samples (its evaluation is greedy): neither the
+        # critic's settings nor the sampling settings may change which cached policy is used.
+        model=replace(
+            cfg.model,
+            critic=CriticConfig(),
+            policy=replace(cfg.model.policy, **{key: getattr(PolicyConfig, key) for key in SAMPLING_KEYS}),
+        ),
+        data=cfg.data,
+        eval=replace(cfg.eval, every_iters=cfg.pretrain.num_iterations),
+        logging=LoggingConfig(progress_bars=cfg.logging.progress_bars),
+        seed=0,
+        cache_dir=cfg.cache_dir,
+        torch_threads=cfg.torch_threads,
+        save_every_iters=cfg.pretrain.num_iterations,
+    )
+    fingerprint = config_fingerprint(
+        pretrain_cfg,
+        ignore=("run_dir", "logging", "torch_threads", "cache_dir", "model.policy.shard", *SPEED_ONLY_KEYS),
+    )
+    return pretrain_cfg, fingerprint
 
 
 class Trainer:
@@ -158,26 +194,8 @@ class Trainer:
 
     def _pretrained_policy(self) -> Path:
         """Folder of the starting policy built by ``cfg.pretrain``: trained once, then reused from the cache."""
-        cfg = self.cfg
-        assert cfg.pretrain is not None
-        pretrain_cfg = RunConfig(
-            algorithm=cfg.pretrain,
-            env=cfg.env,
-            # Behaviour cloning never builds the critic: its settings must not change which cached policy is used.
-            model=replace(cfg.model, critic=CriticConfig()),
-            data=cfg.data,
-            eval=replace(cfg.eval, every_iters=cfg.pretrain.num_iterations),
-            logging=LoggingConfig(progress_bars=cfg.logging.progress_bars),
-            seed=0,
-            cache_dir=cfg.cache_dir,
-            torch_threads=cfg.torch_threads,
-            save_every_iters=cfg.pretrain.num_iterations,
-        )
-        fingerprint = config_fingerprint(
-            pretrain_cfg,
-            ignore=("run_dir", "logging", "torch_threads", "cache_dir", "model.policy.shard", *ROLLOUT_ONLY_KEYS),
-        )
-        folder = self.cache_dir / "pretrained" / f"{cfg.env.name}-{fingerprint}"
+        pretrain_cfg, fingerprint = pretraining_config(self.cfg)
+        folder = self.cache_dir / "pretrained" / f"{pretrain_cfg.env.name}-{fingerprint}"
         self.accelerator.wait_for_everyone()
         if not (folder / PRETRAIN_DONE).exists():
             # Every process takes part (the pretraining run is itself a distributed run); the marker is written

@@ -132,6 +132,90 @@ class GenerateCallTimer:
             del model.generate
 
 
+class ArithmeticMeter:
+    """Accumulates the time a phase spends in model arithmetic: ``generate``, forward passes, backward passes and
+    optimiser steps.
+
+    Forward passes are timed at the outermost of the watched modules (the policy model, each critic's encoder and
+    heads) and not while inside ``generate`` (which is timed whole); backward passes are the accelerator's
+    ``backward`` calls, optimiser steps every ``Optimizer.step``. What is left of a phase's time is overhead:
+    tokenisation, padding, sampling the replay buffer, the environment and oracle, Python bookkeeping.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = {"generate": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+        self._depth = 0
+        self._started = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def _add(self, kind: str, fn: Callable[[], Any]) -> Any:
+        self._depth += 1
+        try:
+            output, seconds = timed(fn)
+        finally:
+            self._depth -= 1
+        self.seconds[kind] += seconds
+        return output
+
+    @contextmanager
+    def installed(self, trainer: Any) -> Iterator[ArithmeticMeter]:
+        """Measure inside the ``with`` block, on ``trainer``'s policy, critics and accelerator."""
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        generator = generator_of(trainer.policy)
+        accelerator = trainer.accelerator
+        original_generate, original_backward = generator.generate, accelerator.backward
+        modules = [trainer.policy.model]
+        for name in ("critic", "target_critic"):
+            critic = getattr(trainer.algorithm, name, None)
+            if critic is not None:
+                modules += [critic.encoder.encoder, critic.q1, critic.q2, critic.v1, critic.v2]
+
+        def pre_forward(module: torch.nn.Module, args: Any) -> None:
+            if self._depth == 0:
+                _synchronize()
+                self._started = time.perf_counter()
+            self._depth += 1
+
+        def post_forward(module: torch.nn.Module, args: Any, output: Any) -> None:
+            self._depth -= 1
+            if self._depth == 0:
+                _synchronize()
+                self.seconds["forward"] += time.perf_counter() - self._started
+
+        def pre_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            _synchronize()
+            self._started = time.perf_counter()
+
+        def post_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+            _synchronize()
+            self.seconds["optimizer"] += time.perf_counter() - self._started
+
+        handles = [module.register_forward_pre_hook(pre_forward) for module in modules]
+        handles += [module.register_forward_hook(post_forward) for module in modules]
+        handles += [register_optimizer_step_pre_hook(pre_step), register_optimizer_step_post_hook(post_step)]
+        shadowed = {"generate": "generate" in vars(generator), "backward": "backward" in vars(accelerator)}
+        generator.generate = lambda *a, **k: self._add("generate", lambda: original_generate(*a, **k))
+        accelerator.backward = lambda *a, **k: self._add("backward", lambda: original_backward(*a, **k))
+        try:
+            yield self
+        finally:
+            for handle in handles:
+                handle.remove()
+            for owner, name, original in (
+                (generator, "generate", original_generate),
+                (accelerator, "backward", original_backward),
+            ):
+                # Put back what was there: another timer's instance attribute, or the class's method.
+                if shadowed[name]:
+                    setattr(owner, name, original)
+                else:
+                    delattr(owner, name)
+
+
 def generator_of(policy: LanguagePolicy) -> torch.nn.Module:
     """The module whose ``generate`` the policy calls (the model without a DDP wrapper)."""
     return policy._generator()
@@ -218,14 +302,19 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
     rollout = {"tokens": 0.0, "actions": 0.0, "games": 0.0, "generate_s": 0.0, "generate_calls": 0.0}
     bare = {"tokens": 0.0, "generate_s": 0.0, "policy_generate_s": 0.0, "prompts": 0.0}
     token_source = None
+    # Seconds of model arithmetic (generate, forward, backward, optimiser step) inside each phase.
+    arithmetic = {"rollout": 0.0, "critic": 0.0, "actor": 0.0}
+    arithmetic_parts = {phase: dict.fromkeys(ArithmeticMeter().seconds, 0.0) for phase in ("critic", "actor")}
     for iteration in range(1, warmup_iterations + iterations + 1):
         measured = iteration > warmup_iterations
         seconds: dict[str, float] = {}
         if algorithm.online:
             played.clear()
-            calls = GenerateCallTimer()
-            with calls.installed(generator_of(trainer.policy)):
+            calls, meter = GenerateCallTimer(), ArithmeticMeter()
+            with calls.installed(generator_of(trainer.policy)), meter.installed(trainer):
                 _, seconds["rollout"] = timed(lambda iteration=iteration: trainer.collect(iteration))
+            if measured:
+                arithmetic["rollout"] += meter.total
             if measured:
                 tokens, token_source = count_action_tokens(played, trainer.policy)
                 rollout["tokens"] += tokens
@@ -241,14 +330,23 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
                     bare[key] += figures[key]
                 bare["prompts"] += len(states)
         if separate_phases:
-            if has_critic:
-                _, seconds["critic"] = timed(
-                    lambda iteration=iteration: algorithm.critic_phase(trainer.buffer, iteration, trainer.rng)
-                )
-            if has_actor:
-                _, seconds["actor"] = timed(
-                    lambda iteration=iteration: algorithm.actor_phase(trainer.buffer, iteration, trainer.rng)
-                )
+            for phase, run_phase, wanted in (
+                ("critic", getattr(algorithm, "critic_phase", None), has_critic),
+                ("actor", getattr(algorithm, "actor_phase", None), has_actor),
+            ):
+                if not wanted:
+                    continue
+                meter = ArithmeticMeter()
+                with meter.installed(trainer):
+                    _, seconds[phase] = timed(
+                        lambda run_phase=run_phase, iteration=iteration: run_phase(
+                            trainer.buffer, iteration, trainer.rng
+                        )
+                    )
+                if measured:
+                    arithmetic[phase] += meter.total
+                    for kind, value in meter.seconds.items():
+                        arithmetic_parts[phase][kind] += value
         else:
             _, seconds["update"] = timed(
                 lambda iteration=iteration: algorithm.update(trainer.buffer, iteration, trainer.rng)
@@ -310,18 +408,28 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
             "policy_generate_tokens_per_s": _per_second(bare["tokens"], bare["policy_generate_s"]),
         }
         result["rollout_efficiency"] = rollout_tok_s / bare_tok_s if rollout_tok_s is not None and bare_tok_s else None
-    if has_critic:
-        samples = algo_cfg.critic_steps_per_iter * algo_cfg.critic_batch_size
-        result["critic"] = {
-            "samples_per_iteration": samples,
-            "samples_per_s": _per_second(samples * iterations, sum(per_iteration["critic"])),
-        }
-    if has_actor:
-        samples = algo_cfg.actor_steps_per_iter * algo_cfg.actor_batch_size
-        result["actor"] = {
-            "samples_per_iteration": samples,
-            "samples_per_s": _per_second(samples * iterations, sum(per_iteration["actor"])),
-        }
+    for phase, wanted, steps_key, batch_key in (
+        ("critic", has_critic, "critic_steps_per_iter", "critic_batch_size"),
+        ("actor", has_actor, "actor_steps_per_iter", "actor_batch_size"),
+    ):
+        if wanted and separate_phases:
+            samples = getattr(algo_cfg, steps_key) * getattr(algo_cfg, batch_key)
+            phase_s = sum(per_iteration[phase])
+            result[phase] = {
+                "samples_per_iteration": samples,
+                "samples_per_s": _per_second(samples * iterations, phase_s),
+                "arithmetic_s": arithmetic[phase],
+                "arithmetic_parts_s": arithmetic_parts[phase],
+                "arithmetic_share": arithmetic[phase] / phase_s if phase_s > 0 else None,
+            }
+    if algorithm.online:
+        result["rollout"]["arithmetic_s"] = arithmetic["rollout"]
+        result["rollout"]["arithmetic_share"] = arithmetic["rollout"] / rollout_s if rollout_s > 0 else None
+    timed_phases = [phase for phase in ("rollout", "critic", "actor") if phase in result]
+    phase_total = sum(sum(per_iteration[phase]) for phase in timed_phases)
+    result["arithmetic_share_of_training"] = (
+        sum(arithmetic[phase] for phase in timed_phases) / phase_total if phase_total > 0 else None
+    )
     return result
 
 
@@ -438,6 +546,13 @@ def format_report(figures: dict[str, Any]) -> str:
                     f"{phase + ' samples/s':<34}{_fmt(training[phase]['samples_per_s'], '.1f')}  "
                     f"({training[phase]['samples_per_iteration']} samples/iteration)"
                 )
+        lines += ["", f"{'model arithmetic share':<34}value  (generate, forward, backward, optimiser step)"]
+        for phase in ("rollout", "critic", "actor"):
+            if phase in training:
+                parts = training[phase].get("arithmetic_parts_s")
+                detail = ", ".join(f"{k} {v:.2f}s" for k, v in parts.items()) if parts else ""
+                lines.append(f"{'  ' + phase:<34}{_fmt(training[phase]['arithmetic_share'], '.3f')}  {detail}")
+        lines.append(f"{'  rollout + critic + actor':<34}{_fmt(training['arithmetic_share_of_training'], '.3f')}")
     memory = figures["memory"]
     lines += [
         "",

@@ -142,9 +142,12 @@ class ArcherAlgorithm(Algorithm):
     def critic_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         cfg = self.cfg
         batches = [buffer.sample(cfg.critic_batch_size, rng) for _ in range(cfg.critic_steps_per_iter)]
-        states = [obs for batch in batches for obs in batch.observations]
-        # All V-target actions of the phase at once: the policy is fixed during the critic phase.
-        sampled = self.policy.generate(states, greedy=False, batch_size=cfg.generation_batch_size).texts
+        if cfg.v_target_action == "replay":
+            sampled = [action for batch in batches for action in batch.actions]
+        else:
+            states = [obs for batch in batches for obs in batch.observations]
+            # All V-target actions of the phase at once: the policy is fixed during the critic phase.
+            sampled = self.policy.generate(states, greedy=False, batch_size=cfg.generation_batch_size).texts
         records = []
         steps = tqdm(batches, desc="critic", unit="step", leave=False, disable=not self.progress)
         for step, batch in enumerate(steps):

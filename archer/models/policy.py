@@ -69,6 +69,19 @@ class LanguagePolicy:
         base = self._generator()
         base = base.get_base_model() if hasattr(base, "get_base_model") else base
         self._accepts_logits_to_keep = "logits_to_keep" in inspect.signature(base.forward).parameters
+        self._compiled: tuple[nn.Module, nn.Module] | None = None  # (model it was compiled from, compiled model)
+
+    def _scoring_model(self) -> nn.Module:
+        """``self.model``, or its ``torch.compile`` wrapper with ``cfg.compile``.
+
+        The wrapper shares the parameters; it is rebuilt whenever ``self.model`` is replaced (wrapped for
+        distributed training, say), so scoring always goes through the current model.
+        """
+        if not self.cfg.compile:
+            return self.model
+        if self._compiled is None or self._compiled[0] is not self.model:
+            self._compiled = (self.model, torch.compile(self.model, dynamic=True))
+        return self._compiled[1]
 
     def _find_stop_token_id(self) -> int | None:
         stop = self.cfg.stop_string
@@ -271,7 +284,7 @@ class LanguagePolicy:
         input_ids, attention_mask = self.left_pad([p + list(a) for p, a in zip(prompts, action_ids, strict=True)])
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         extra = {"logits_to_keep": width + 1} if self._accepts_logits_to_keep else {}
-        logits = self.model(
+        logits = self._scoring_model()(
             input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **extra
         ).logits
         # Left padding right-aligns every action: its tokens are the last len(action) columns, each predicted
@@ -335,7 +348,7 @@ class LanguagePolicy:
         if rows:
             input_ids, attention_mask = self.left_pad(rows)
             position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-            logits = self.model(
+            logits = self._scoring_model()(
                 input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
             ).logits
             # A turn with prompt length p and n action ids (body then terminator) is predicted from the logits at

@@ -91,6 +91,23 @@ def test_every_figure_is_present_positive_and_consistent(
     assert close(critic["samples_per_s"], steps * batch * iterations / sum(per_iteration["critic"]))
     assert close(actor["samples_per_s"], batch * iterations / sum(per_iteration["actor"]))
 
+    # Model arithmetic inside each phase: a positive part of it, the parts adding up; the rollout's arithmetic is
+    # at least its time inside generate. The critic and actor phases both generate, run forwards and backwards,
+    # and step their optimiser.
+    assert rollout["generate_s"] <= rollout["arithmetic_s"] + 1e-9
+    assert close(rollout["arithmetic_share"], rollout["arithmetic_s"] / rollout["seconds"])
+    for phase in (critic, actor):
+        assert all(seconds > 0 for seconds in phase["arithmetic_parts_s"].values())
+        assert close(phase["arithmetic_s"], sum(phase["arithmetic_parts_s"].values()))
+    assert close(critic["arithmetic_share"], critic["arithmetic_s"] / sum(per_iteration["critic"]))
+    assert close(actor["arithmetic_share"], actor["arithmetic_s"] / sum(per_iteration["actor"]))
+    for share in (rollout["arithmetic_share"], critic["arithmetic_share"], actor["arithmetic_share"]):
+        assert 0 < share <= 1
+    trained_s = sum(sum(per_iteration[p]) for p in ("rollout", "critic", "actor"))
+    arithmetic_s = rollout["arithmetic_s"] + critic["arithmetic_s"] + actor["arithmetic_s"]
+    assert close(training["arithmetic_share_of_training"], arithmetic_s / trained_s)
+    assert "model arithmetic share" in table
+
     assert 0 < figures["memory"]["max_rss_gib"] < 64
     assert figures["memory"]["cuda_max_allocated_gib"] is None or figures["memory"]["cuda_max_allocated_gib"] > 0
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -165,6 +166,25 @@ def test_center_advantages_switch_centres_the_actor_batch(tmp_path: Path) -> Non
     raw = algorithm.actor_advantages(states, actions)
     algorithm.cfg = replace(algorithm.cfg, center_advantages=True)
     torch.testing.assert_close(algorithm.actor_advantages(states, actions), raw - raw.mean())
+
+
+def test_replay_v_targets_use_the_stored_actions_without_generating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.v_target_action=replay")
+    algorithm = trainer.algorithm
+    trainer.collect(1)
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def record_step(batch, v_target_actions, *args):
+        seen.append((batch.actions, v_target_actions))
+        return {"critic/loss": 0.0}
+
+    monkeypatch.setattr(algorithm, "critic_step", record_step)
+    monkeypatch.setattr(algorithm, "policy", None)  # any generate call would fail
+    algorithm.critic_phase(trainer.buffer, 1, np.random.default_rng(0))
+    assert len(seen) == algorithm.cfg.critic_steps_per_iter
+    assert all(stored == v_target for stored, v_target in seen)
 
 
 def test_archer_resumes_with_its_buffer_and_repeats_for_a_seed(tmp_path: Path) -> None:

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
+
 from archer.checkpointing import config_fingerprint, explicit_settings
-from archer.config import ArcherConfig, CHAIConfig, RunConfig, TwentyQuestionsEnvConfig
+from archer.config import (
+    ArcherConfig,
+    BCConfig,
+    CHAIConfig,
+    CriticConfig,
+    ModelConfig,
+    PolicyConfig,
+    RunConfig,
+    TwentyQuestionsEnvConfig,
+)
+from archer.trainer import pretraining_config
 
 
 @dataclass
@@ -55,3 +67,26 @@ def test_fingerprint_sees_changed_values_and_algorithm_types_but_not_ignored_key
     ignore = ("algorithm.num_iterations", "run_dir")
     assert config_fingerprint(base, ignore) == config_fingerprint(longer, ignore)
     assert config_fingerprint(base, ignore) == config_fingerprint(_run(ArcherConfig(), run_dir="x"), ignore)
+
+
+def _online_run_with(policy: PolicyConfig, critic: CriticConfig | None = None, bc_lr: float = 1e-3) -> RunConfig:
+    model = ModelConfig(policy=policy, critic=critic or CriticConfig())
+    return _run(ArcherConfig(), model=model, pretrain=BCConfig(actor_lr=bc_lr))
+
+
+def test_the_pretrained_policy_cache_ignores_sampling_and_critic_settings_but_not_training_ones():
+    _, base = pretraining_config(_online_run_with(PolicyConfig()))
+    sampled_differently = PolicyConfig(temperature=0.7, top_k=0, top_p=0.9)
+    assert pretraining_config(_online_run_with(sampled_differently))[1] == base
+    assert pretraining_config(_online_run_with(PolicyConfig(), CriticConfig(q_input="joint")))[1] == base
+    assert pretraining_config(_online_run_with(PolicyConfig(), bc_lr=1e-4))[1] != base
+    assert pretraining_config(_online_run_with(PolicyConfig(max_new_tokens=7)))[1] != base
+    # The pretraining run itself keeps the default sampling settings and the behaviour-cloning config.
+    pretrain_cfg, _ = pretraining_config(_online_run_with(sampled_differently))
+    assert pretrain_cfg.model.policy.temperature == PolicyConfig().temperature
+    assert pretrain_cfg.algorithm == BCConfig(actor_lr=1e-3)
+
+
+def test_pretraining_config_needs_a_pretrain_section():
+    with pytest.raises(ValueError, match="no pretrain section"):
+        pretraining_config(_run(ArcherConfig()))

@@ -78,6 +78,27 @@ def test_logprobs_are_differentiable(policy: LanguagePolicy) -> None:
     assert policy.model.transformer.wte.weight.grad.abs().sum() > 0
 
 
+def test_compiled_scoring_gives_the_eager_numbers_and_gradients(make_policy: Callable[..., LanguagePolicy]) -> None:
+    eager, compiled = make_policy(), make_policy(compile=True)
+    actions = eager.encode_actions(["Is it a dog?", "Is it a cat?", "Is it big?", "No"])
+    for policy in (eager, compiled):
+        policy.sequence_logprobs(OBSERVATIONS, actions).sum().backward()
+    torch.testing.assert_close(
+        compiled.sequence_logprobs(OBSERVATIONS, actions),
+        eager.sequence_logprobs(OBSERVATIONS, actions),
+        atol=1e-5,
+        rtol=0,
+    )
+    for (name, p_eager), p_compiled in zip(eager.model.named_parameters(), compiled.model.parameters(), strict=True):
+        torch.testing.assert_close(p_compiled.grad, p_eager.grad, atol=1e-5, rtol=1e-4, msg=name)
+    # The compiled wrapper follows the model when it is replaced (wrapped for distributed training, say).
+    first = compiled._scoring_model()
+    assert first is not compiled.model and compiled._scoring_model() is first
+    compiled.model = make_policy().model
+    assert compiled._scoring_model() is not first
+    assert eager._scoring_model() is eager.model
+
+
 def test_greedy_actions_are_scored_as_generate_scored_them(
     policy: LanguagePolicy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
