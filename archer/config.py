@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from omegaconf import MISSING
 
 DTYPES = ("float32", "bfloat16", "float16")
-POOLINGS = ("cls", "mean", "pooler")
+POOLINGS = ("cls", "mean", "pooler", "last")
 Q_INPUTS = ("separate", "joint")
 V_TARGET_ACTIONS = ("sample", "replay")
 
@@ -160,7 +160,9 @@ class CriticConfig:
             anything else is a hub name (``roberta-base``) or a local folder.
         embedded: encoder size used when ``name_or_path == "embedded"``.
         pooling: how a text becomes one vector: ``cls`` (first token's last hidden state, as OfflineArcher),
-            ``mean`` (masked mean), or ``pooler`` (the encoder's pooler output, as the online reference).
+            ``mean`` (masked mean), ``pooler`` (the encoder's pooler output, as the online reference), or ``last``
+            (the last real token's hidden state: the one position a causal model, such as a policy's own body
+            loaded as the critic's encoder, lets see the whole text).
         head_hidden_dim: width of the Q/V MLP heads; ``null`` uses the encoder's hidden size (reference: 768).
         max_tokens: texts are truncated on the left to this many tokens (reference: 512).
         dtype: parameter dtype.
@@ -592,6 +594,11 @@ class ArcherConfig(AlgorithmConfig):
             the recent policies that filled the buffer (SARSA-style), at no generation cost: many more critic steps
             fit in the same time, which a small CPU run needs. The replay buffer's capacity sets how far behind the
             current policy that estimate may lag.
+        q_target_mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * (r + gamma * Vbar(s')) + w * G``
+            (Ostrovski et al., 2017), with G the discounted return the stored game collected from (s, a) (discount
+            ``gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
+            carries the outcome of a 20-turn game back to its first turns at once instead of one Polyak-smoothed
+            step per update, at the price of valuing the buffer's policies rather than the current one.
     """
 
     name: str = "archer"
@@ -613,6 +620,7 @@ class ArcherConfig(AlgorithmConfig):
     generation_batch_size: int = 256
     center_advantages: bool = False
     v_target_action: str = "sample"
+    q_target_mc_weight: float = 0.0
 
     @property
     def online(self) -> bool:
@@ -649,6 +657,7 @@ class ArcherConfig(AlgorithmConfig):
             "algorithm.v_target_action",
             f"unknown {self.v_target_action!r}; choose one of {', '.join(V_TARGET_ACTIONS)}",
         )
+        _check(0.0 <= self.q_target_mc_weight <= 1.0, "algorithm.q_target_mc_weight", "must be in [0, 1]")
 
 
 @dataclass

@@ -32,13 +32,15 @@ from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_
 from archer.algorithms.losses import (
     archer_critic_loss,
     centered,
+    mixed_monte_carlo_targets,
+    pearson_correlation,
     reinforce_loss,
     td_q_targets,
     utterance_advantage,
 )
 from archer.config import ArcherConfig
 from archer.data.replay_buffer import ReplayBuffer
-from archer.data.trajectory import TransitionBatch
+from archer.data.trajectory import Trajectory, TransitionBatch, discounted_returns
 from archer.models.critic import DoubleCritic, make_target_critic, soft_update
 from archer.models.policy import LanguagePolicy
 
@@ -81,6 +83,7 @@ class ArcherAlgorithm(Algorithm):
         self.critic = critic
         self.target_critic = make_target_critic(critic)
         self.progress = progress
+        self._fresh_games: list[Trajectory] = []  # the last rollout's games, for advantage_check
         # Dropout stays off in both networks, as in the online reference (it never called .train()): sampling
         # and scoring then see the same policy, and the targets are not noisy.
         self.critic.eval()
@@ -116,8 +119,13 @@ class ArcherAlgorithm(Algorithm):
                     self.target_critic.embed(batch.next_observations[start:end])
                 )
                 rewards, done = batch.rewards[start:end], self._done(batch)[start:end]
-                q1_target = td_q_targets(rewards, done, next_v1, cfg.gamma)
-                q2_target = td_q_targets(rewards, done, next_v2, cfg.gamma)
+                mc_returns = batch.mc_returns[start:end]
+                q1_target = mixed_monte_carlo_targets(
+                    td_q_targets(rewards, done, next_v1, cfg.gamma), mc_returns, cfg.q_target_mc_weight
+                )
+                q2_target = mixed_monte_carlo_targets(
+                    td_q_targets(rewards, done, next_v2, cfg.gamma), mc_returns, cfg.q_target_mc_weight
+                )
             obs_emb = self.critic.embed(observations)
             q1, q2 = self.critic.q_values(observations, batch.actions[start:end], obs_emb)
             v1, v2 = self.critic.v_from_embeddings(obs_emb)
@@ -200,9 +208,46 @@ class ArcherAlgorithm(Algorithm):
 
     # ---- the iteration -----------------------------------------------------------------------------------
 
+    def observe(self, trajectories: list[Trajectory], iteration: int) -> None:
+        """Keep the iteration's new games for ``advantage_check`` (the critic has not trained on them yet)."""
+        self._fresh_games = trajectories
+
+    @torch.no_grad()
+    def advantage_check(self, trajectories: list[Trajectory]) -> dict[str, float]:
+        """Does the critic know what the games it has not seen yet will show? (a diagnostic, logged every iteration)
+
+        For every move (s_t, a_t) of ``trajectories``: the critic's advantage ``min Q(s_t, a_t) - min V(s_t)``
+        against the observed one, ``G_t - min V(s_t)`` with G_t the discounted return that followed; and
+        ``min V(s_t)`` against ``G_t``. A critic whose advantages do not correlate with the observed ones gives the
+        actor noise, whatever its loss says.
+
+        Returns:
+            ``critic/advantage_return_corr`` and ``critic/value_return_corr`` (Pearson; NaN if undefined).
+        """
+        observations = [obs for game in trajectories for obs in game.observations[:-1]]
+        actions = [action for game in trajectories for action in game.actions]
+        if not observations:
+            return {}
+        returns = torch.tensor(
+            [g for game in trajectories for g in discounted_returns(game.rewards, self.cfg.gamma)], dtype=torch.float64
+        )
+        q_parts, v_parts = [], []
+        for start in range(0, len(observations), self.cfg.critic_micro_batch_size):
+            end = start + self.cfg.critic_micro_batch_size
+            out = self.critic(observations[start:end], actions[start:end])
+            q_parts.append(torch.minimum(out.q1, out.q2))
+            v_parts.append(torch.minimum(out.v1, out.v2))
+        q, v = torch.cat(q_parts).double().cpu(), torch.cat(v_parts).double().cpu()
+        return {
+            "critic/advantage_return_corr": pearson_correlation(q - v, returns - v),
+            "critic/value_return_corr": pearson_correlation(v, returns),
+        }
+
     def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         """Critic phase every iteration; actor phase once ``iteration`` is past the warm-up."""
-        metrics = self.critic_phase(buffer, iteration, rng)
+        fresh, self._fresh_games = self._fresh_games, []
+        metrics = self.advantage_check(fresh)
+        metrics.update(self.critic_phase(buffer, iteration, rng))
         if iteration > self.cfg.warmup_iters and self.cfg.actor_steps_per_iter > 0:
             metrics.update(self.actor_phase(buffer, iteration, rng))
         return metrics

@@ -56,6 +56,29 @@ def td_q_targets(
     return (rewards + gamma * not_done * next_v_target).detach()
 
 
+def mixed_monte_carlo_targets(td_targets: torch.Tensor, mc_returns: torch.Tensor, weight: float) -> torch.Tensor:
+    """Mixed Monte-Carlo Q target (Ostrovski et al., 2017): ``(1 - w) * y_TD + w * G``.
+
+    ``G`` is the discounted return the stored trajectory actually collected from (s, a). ``w = 0`` is the one-step
+    TD target; ``w = 1`` regresses Q on the returns of the policies that filled the buffer, with no bootstrapping.
+
+    Args:
+        td_targets: (B,) one-step targets (``td_q_targets``).
+        mc_returns: (B,) returns-to-go of the stored actions.
+        weight: w in [0, 1].
+
+    Returns:
+        (B,) targets, detached.
+
+    Raises:
+        ValueError: ``weight`` outside [0, 1], or mismatched shapes.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"the Monte-Carlo weight must lie in [0, 1], got {weight}")
+    _check_same_shape(td_targets=td_targets, mc_returns=mc_returns)
+    return ((1.0 - weight) * td_targets + weight * mc_returns.to(td_targets.dtype)).detach()
+
+
 def archer_critic_loss(
     q1: torch.Tensor,
     q2: torch.Tensor,
@@ -188,6 +211,19 @@ def centered(advantages: torch.Tensor) -> torch.Tensor:
     if advantages.ndim != 1 or advantages.numel() == 0:
         raise ValueError(f"advantages must be a non-empty (B,) tensor, got shape {tuple(advantages.shape)}")
     return advantages - advantages.mean()
+
+
+def pearson_correlation(x: torch.Tensor, y: torch.Tensor) -> float:
+    """Pearson correlation of two (N,) tensors; NaN when either is constant or N < 2 (it is undefined then).
+
+    Used as a diagnostic, not a loss: how well the critic's advantages track the returns the games collected.
+    """
+    _check_same_shape(x=x, y=y)
+    if x.numel() < 2:
+        return float("nan")
+    x, y = x.double() - x.double().mean(), y.double() - y.double().mean()
+    denominator = (x.square().sum() * y.square().sum()).sqrt()
+    return float((x * y).sum() / denominator) if denominator > 0 else float("nan")
 
 
 def reinforce_loss(advantages: torch.Tensor, sequence_logprobs: torch.Tensor) -> torch.Tensor:

@@ -25,8 +25,8 @@ class TextEncoder(nn.Module):
     Args:
         encoder: a Hugging Face encoder (``AutoModel``), e.g. RoBERTa.
         tokenizer: its tokenizer; right padding, left truncation (a long history keeps its latest turns).
-        pooling: ``cls`` (first token's last hidden state), ``mean`` (mean over real tokens) or ``pooler`` (the
-            encoder's pooler output).
+        pooling: ``cls`` (first token's last hidden state), ``mean`` (mean over real tokens), ``pooler`` (the
+            encoder's pooler output) or ``last`` (the last real token's last hidden state, for causal encoders).
         max_tokens: texts are truncated on the left to this many tokens, special tokens included.
 
     Raises:
@@ -61,6 +61,10 @@ class TextEncoder(nn.Module):
         outputs = self.encoder(input_ids=input_ids, attention_mask=attention_mask)
         if self.pooling == "cls":
             return outputs.last_hidden_state[:, 0]
+        if self.pooling == "last":
+            # Right padding: the last real token of row i sits at column (number of real tokens - 1).
+            last = attention_mask.sum(dim=1) - 1  # (B,)
+            return outputs.last_hidden_state[torch.arange(len(last), device=device), last]
         if self.pooling == "mean":
             weights = attention_mask.unsqueeze(-1).to(outputs.last_hidden_state.dtype)  # (B, L, 1)
             return (outputs.last_hidden_state * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)

@@ -187,6 +187,43 @@ def test_replay_v_targets_use_the_stored_actions_without_generating(
     assert all(stored == v_target for stored, v_target in seen)
 
 
+def test_monte_carlo_weight_one_regresses_q_on_the_stored_returns(tmp_path: Path) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.q_target_mc_weight=1")
+    trainer.collect(1)
+    batch = trainer.buffer.sample(8, trainer.rng)
+    metrics = trainer.algorithm.critic_step(batch, batch.actions, 1, 0)
+    assert metrics["critic/target_q1_mean"] == pytest.approx(batch.mc_returns.mean().item(), abs=1e-6)
+    assert metrics["critic/target_q1_min"] == pytest.approx(batch.mc_returns.min().item(), abs=1e-6)
+
+
+def test_advantage_check_compares_the_critic_with_the_returns_of_unseen_games(tmp_path: Path) -> None:
+    from archer.data.trajectory import Trajectory
+    from archer.models.critic import CriticOutput
+
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
+    algorithm = trainer.algorithm
+    # One game of three moves, rewards -1, -1, 0: with gamma 0.95 the returns are -1.95, -1, 0.
+    game = Trajectory(["s0", "s1", "s2", "s3"], ["a0", "a1", "a2"], [-1.0, -1.0, 0.0], terminated=True)
+    q_table = {"a0": -2.0, "a1": -0.5, "a2": 0.0}
+    v_table = {"s0": -1.0, "s1": -1.0, "s2": 0.5}
+
+    class TableCritic:
+        def __call__(self, observations: list[str], actions: list[str]) -> CriticOutput:
+            q = torch.tensor([q_table[a] for a in actions])
+            v = torch.tensor([v_table[o] for o in observations])
+            return CriticOutput(q1=q, q2=q + 1.0, v1=v + 1.0, v2=v)  # the minima are the tables
+
+    algorithm.critic = TableCritic()
+    metrics = algorithm.advantage_check([game])
+    # Critic advantages [-1, 0.5, -0.5] against observed ones [-0.95, 0, -0.5]: deviations [-2/3, 5/6, -1/6] and
+    # [-0.4667, 0.4833, -0.0167], products summing to 0.71667, squares to 7/6 and 0.45167: 0.98727.
+    assert metrics["critic/advantage_return_corr"] == pytest.approx(0.9872674, abs=1e-6)
+    # Values [-1, -1, 0.5] against returns: deviations [-0.5, -0.5, 1] and [-0.9667, -0.0167, 0.9833], products
+    # summing to 1.475, squares to 1.5 and 1.90167: 0.87333.
+    assert metrics["critic/value_return_corr"] == pytest.approx(0.8733316, abs=1e-6)
+    assert algorithm.advantage_check([]) == {}
+
+
 def test_archer_resumes_with_its_buffer_and_repeats_for_a_seed(tmp_path: Path) -> None:
     cache = str(tmp_path / "cache")
     tiny_archer(tmp_path / "a", cache, *ARCHER_TINY).fit()

@@ -81,7 +81,7 @@ def test_joint_q_input_encodes_each_action_after_its_observation(
         DoubleCritic(critic.encoder, q_input="concat")
 
 
-@pytest.mark.parametrize("pooling", ["cls", "mean", "pooler"])
+@pytest.mark.parametrize("pooling", ["cls", "mean", "pooler", "last"])
 def test_pooling_ignores_padding(
     tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str, pooling: str
 ) -> None:
@@ -100,6 +100,18 @@ def test_mean_pooling_is_the_masked_mean(
     ids = tokenizer(["Is it alive?"], return_tensors="pt")
     hidden = encoder(**ids).last_hidden_state[0]
     torch.testing.assert_close(text_encoder(["Is it alive?"])[0], hidden.mean(dim=0))
+
+
+def test_last_pooling_is_the_last_real_tokens_state(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
+) -> None:
+    encoder, tokenizer = load_critic_encoder(tiny_critic_config, model_cache_dir, lambda: tiny_corpus)
+    text_encoder = TextEncoder(encoder, tokenizer, "last", max_tokens=64).eval()
+    texts = ["Is it alive?", "Questions:\nIs it a dog? No.\nIs it a cat?"]
+    pooled = text_encoder(texts)  # the shorter text is right-padded in this batch
+    for row, text in enumerate(texts):
+        ids = tokenizer([text], return_tensors="pt")
+        torch.testing.assert_close(pooled[row], encoder(**ids).last_hidden_state[0, -1], rtol=0, atol=1e-5)
 
 
 def test_long_texts_keep_their_end(

@@ -45,6 +45,20 @@ def test_td_q_targets_are_detached_and_shape_checked():
         losses.td_q_targets(T([0.0, 1.0]), T([0.0, 0.0]), T([[2.0], [2.0]]), gamma=0.9)
 
 
+def test_mixed_monte_carlo_targets_hand_computed():
+    # TD targets 0.8 and -1, returns -3 and 0, w = 0.25: 0.75 * 0.8 + 0.25 * -3 = -0.15; 0.75 * -1 + 0 = -0.75.
+    td, returns = _leaf([0.8, -1.0]), T([-3.0, 0.0])
+    mixed = losses.mixed_monte_carlo_targets(td, returns, weight=0.25)
+    _close(mixed, [-0.15, -0.75])
+    assert not mixed.requires_grad
+    _close(losses.mixed_monte_carlo_targets(td, returns, weight=0.0), [0.8, -1.0])
+    _close(losses.mixed_monte_carlo_targets(td, returns, weight=1.0), [-3.0, 0.0])
+    with pytest.raises(ValueError, match="weight"):
+        losses.mixed_monte_carlo_targets(td, returns, weight=1.5)
+    with pytest.raises(ValueError):
+        losses.mixed_monte_carlo_targets(td, T([1.0]), weight=0.5)
+
+
 def test_archer_critic_loss_hand_computed():
     q1, q2, v1, v2 = _leaf([1.0, 2.0]), _leaf([0.0, 0.0]), _leaf([3.0, 1.0]), _leaf([0.5, 0.5])
     yq1, yq2, yv1, yv2 = _leaf([0.0, 0.0]), _leaf([1.0, 1.0]), _leaf([1.0, 1.0]), _leaf([0.5, 1.5])
@@ -402,3 +416,12 @@ def test_ppo_value_loss_plain_and_clipped():
     # Token 0 takes the clipped branch, whose value is constant in V (V - V_old beyond eps): gradient 0.
     # Token 1 takes the unclipped branch: 2 (3 - 0) / 2 = 3.
     _close(values.grad, [[0.0, 3.0, 0.0]])
+
+
+def test_pearson_correlation_hand_computed():
+    # x - mean = [-1, 0, 1]; y - mean = [-7/3, -1/3, 8/3]; sum of products 5; sums of squares 2 and 114/9.
+    # 5 / sqrt(2 * 114 / 9) = 0.993399...
+    assert losses.pearson_correlation(T([1.0, 2.0, 3.0]), T([2.0, 4.0, 7.0])) == pytest.approx(0.9933993, abs=1e-6)
+    assert losses.pearson_correlation(T([1.0, 2.0, 3.0]), T([3.0, 2.0, 1.0])) == pytest.approx(-1.0)
+    assert math.isnan(losses.pearson_correlation(T([1.0, 1.0]), T([0.0, 5.0])))
+    assert math.isnan(losses.pearson_correlation(T([1.0]), T([2.0])))
