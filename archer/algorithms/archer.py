@@ -21,6 +21,7 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -222,7 +223,7 @@ class ArcherAlgorithm(Algorithm):
         actor noise, whatever its loss says.
 
         Returns:
-            ``critic/advantage_return_corr`` and ``critic/value_return_corr`` (Pearson; NaN if undefined).
+            ``critic/advantage_return_corr`` and ``critic/value_return_corr`` (Pearson), each left out when undefined.
         """
         observations = [obs for game in trajectories for obs in game.observations[:-1]]
         actions = [action for game in trajectories for action in game.actions]
@@ -238,10 +239,12 @@ class ArcherAlgorithm(Algorithm):
             q_parts.append(torch.minimum(out.q1, out.q2))
             v_parts.append(torch.minimum(out.v1, out.v2))
         q, v = torch.cat(q_parts).double().cpu(), torch.cat(v_parts).double().cpu()
-        return {
+        correlations = {
             "critic/advantage_return_corr": pearson_correlation(q - v, returns - v),
             "critic/value_return_corr": pearson_correlation(v, returns),
         }
+        # Undefined (constant inputs, a single move) is left out rather than logged as NaN.
+        return {key: value for key, value in correlations.items() if math.isfinite(value)}
 
     def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         """Critic phase every iteration; actor phase once ``iteration`` is past the warm-up."""

@@ -222,6 +222,10 @@ def test_advantage_check_compares_the_critic_with_the_returns_of_unseen_games(tm
     # summing to 1.475, squares to 1.5 and 1.90167: 0.87333.
     assert metrics["critic/value_return_corr"] == pytest.approx(0.8733316, abs=1e-6)
     assert algorithm.advantage_check([]) == {}
+    # A critic with one value everywhere has no defined correlation with anything: nothing is logged.
+    q_table.update(dict.fromkeys(q_table, 0.0))
+    v_table.update(dict.fromkeys(v_table, 0.0))
+    assert algorithm.advantage_check([game]) == {}
 
 
 def test_archer_resumes_with_its_buffer_and_repeats_for_a_seed(tmp_path: Path) -> None:
