@@ -652,11 +652,7 @@ class ArcherConfig(AlgorithmConfig):
         _check(self.critic_lr > 0, "algorithm.critic_lr", "must be positive")
         _check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
         _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
-        _check(
-            self.v_target_action in V_TARGET_ACTIONS,
-            "algorithm.v_target_action",
-            f"unknown {self.v_target_action!r}; choose one of {', '.join(V_TARGET_ACTIONS)}",
-        )
+        _check_choice(self.v_target_action, "algorithm.v_target_action", V_TARGET_ACTIONS)
         _check(0.0 <= self.q_target_mc_weight <= 1.0, "algorithm.q_target_mc_weight", "must be in [0, 1]")
 
 

@@ -564,7 +564,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=",".join((*ONLINE, *OFFLINE)),
         help=f"comma-separated run configs, or 'all' (adds {', '.join((*ONLINE_EXTRA, *OFFLINE_EXTRA))})",
     )
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 for every method")
+    parser.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 for every method (2)")
     parser.add_argument("--trajectories", type=int, default=192, help="environment games per online run")
     parser.add_argument("--eval-every", type=int, default=64, help="greedy evaluation every this many games")
     parser.add_argument("--offline-steps", type=int, default=100, help="gradient steps per offline run")

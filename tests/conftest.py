@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -79,3 +82,16 @@ def compose_run(name: str, overrides: list[str] | None = None) -> RunConfig:
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
         cfg = compose(name, overrides=["run_dir=unused", *(overrides or [])])
     return to_run_config(cfg)
+
+
+SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(filename: str) -> ModuleType:
+    """Import ``scripts/<filename>`` as a module (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(Path(filename).stem, SCRIPTS_DIR / filename)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

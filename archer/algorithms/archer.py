@@ -17,6 +17,11 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
 - log-probabilities score exactly the sampled token ids, terminator included, with left padding;
 - episodes cut by the turn limit are terminal unless ``bootstrap_on_truncation`` is set (the reference always
   treated them as terminal).
+
+Switches that do change it, all off by default: ``center_advantages`` (a batch-mean baseline for the actor),
+``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling) and ``q_target_mc_weight``
+(mixed Monte-Carlo Q target). Every iteration also logs ``advantage_check`` on the new games: how well the
+critic's advantages track the returns that were actually observed.
 """
 
 from __future__ import annotations

@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests.conftest import TINY_RUN_OVERRIDES
+from tests.conftest import TINY_RUN_OVERRIDES, load_script
 from tests.integration.test_training import ARCHER_TINY
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "benchmark_methods.py"
 OFFLINE_TINY = [
     "algorithm.steps_per_iter=2",
     "algorithm.batch_size=8",
     "algorithm.actor_micro_batch_size=4",
     "algorithm.actor_lr=1e-3",
 ]
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_methods", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def metrics(run_dir: str) -> list[dict]:
@@ -43,7 +31,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: Path) -> None:
-    bench = load_script()
+    bench = load_script("benchmark_methods.py")
     out = tmp_path / "bench"
     # Pretraining keys go to the reference (archer_20q), whose `pretrain` every online run then shares.
     argv = [
@@ -115,7 +103,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
 
 
 def test_ordering_verdict_uses_two_standard_errors_of_the_difference() -> None:
-    bench = load_script()
+    bench = load_script("benchmark_methods.py")
 
     def runs(method: str, finals: list[float]) -> list:
         return [

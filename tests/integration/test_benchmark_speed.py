@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -11,21 +10,16 @@ from types import ModuleType
 import pytest
 
 from archer.data.trajectory import Trajectory
-from tests.conftest import TINY_RUN_OVERRIDES
+from tests.conftest import TINY_RUN_OVERRIDES, load_script
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "benchmark_speed.py"
 PHASES = ("rollout", "critic", "actor", "evaluation", "checkpoint")
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_speed", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmark_speed.py")
 
 
 def close(a: float, b: float) -> bool:

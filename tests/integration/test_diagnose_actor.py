@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -12,20 +11,14 @@ import torch
 
 from archer.data.trajectory import Trajectory
 from archer.trainer import Trainer
-from tests.conftest import TINY_RUN_OVERRIDES, compose_run
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_script
 
 pytestmark = pytest.mark.integration
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "diagnose_actor.py"
 
 
 @pytest.fixture(scope="module")
 def diagnose() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("diagnose_actor", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("diagnose_actor.py")
 
 
 def test_observed_advantages_subtract_the_mean_return_at_each_turn(diagnose: ModuleType) -> None:
