@@ -16,11 +16,11 @@ What makes the comparison fair:
   steps (``--offline-steps``), from each config's ``model.policy`` (the embedded model from scratch).
 
 The default size is the smallest the shipped schedules allow (archer_20q's actor starts after 5 iterations of 32
-games, so 192 games give it one actor iteration): it compares the methods' first steps, not their converged
-returns. Measured CPU time per run (single-threaded, on the shared 2-core development machine): archer_20q ~50 s
-per iteration, chai_20q ~230 s, online_filteredbc_20q ~12 s, offline_archer_20q ~2.5 s per gradient step, plus
-~10 s start-up and ~3 s per evaluation per run, and ~3 min once for the starting policy: about 6,900 CPU seconds
-in all, i.e. 45-60 min with ``--jobs 2`` on a free machine (``--seeds 2`` or dropping chai_20q roughly halves it).
+games, so 192 games give it one actor iteration), with 2 seeds: it compares the methods' first steps, not their
+converged returns. Measured on the idle 2-core development machine (``--jobs 2``, 1 thread per run, starting
+policy cached): 39 min wall in all, of which chai_20q's two runs take 25 min side by side (about 4.5 min per
+iteration; archer_20q about 1 min, online_filteredbc_20q 12 s); offline_archer_20q about 2.5 s per gradient step.
+Building the starting policy adds about 3 min once. ``--seeds 3`` takes about 1.5 times as long.
 
 Usage (from ``scripts/``, like ``run.py``)::
 
