@@ -599,6 +599,9 @@ class ArcherConfig(AlgorithmConfig):
             ``gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
             carries the outcome of a 20-turn game back to its first turns at once instead of one Polyak-smoothed
             step per update, at the price of valuing the buffer's policies rather than the current one.
+        log_advantage_check: before each critic phase, score the iteration's new games with the critic and log how
+            its advantages and values correlate with the returns that followed (``critic/advantage_return_corr``,
+            ``critic/value_return_corr``); one critic forward pass per new move.
     """
 
     name: str = "archer"
@@ -621,6 +624,7 @@ class ArcherConfig(AlgorithmConfig):
     center_advantages: bool = False
     v_target_action: str = "sample"
     q_target_mc_weight: float = 0.0
+    log_advantage_check: bool = True
 
     @property
     def online(self) -> bool:

@@ -10,8 +10,9 @@ Usage (from ``scripts/``; any Hydra override of the run config goes after the op
 The run config is composed with Hydra's compose API from ``scripts/config`` exactly as ``run.py`` composes it
 (``--config-name`` picks the top-level file, positional ``key=value`` arguments are Hydra overrides), then a
 ``Trainer`` is built in a temporary run folder (``--run-dir`` keeps it) and its phases are timed directly, in the
-order of ``Trainer.fit``: rollout (``Trainer.collect``), critic and actor (the algorithm's ``critic_phase`` and
-``actor_phase``; algorithms without them are timed as one ``update`` phase), evaluation (``Trainer.evaluate``) and
+order of ``Trainer.fit``: rollout (``Trainer.collect``), the advantage check (``check_new_games``, when
+``log_advantage_check`` is on), critic and actor (the algorithm's ``critic_phase`` and ``actor_phase``; algorithms
+without them are timed as one ``update`` phase), evaluation (``Trainer.evaluate``) and
 checkpoint (``Trainer.save``). One warm-up iteration runs first and is not counted. The actor phase is timed in
 every iteration, also during the algorithm's critic-only warm-up, and evaluation and checkpoint every iteration,
 whatever ``eval.every_iters`` and ``save_every_iters`` say: the figures are the cost of each phase when it runs.
@@ -69,7 +70,7 @@ from archer.models.policy import LanguagePolicy
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 GIB = 1024**3
-PHASES = ("rollout", "critic", "actor", "update", "evaluation", "checkpoint")
+PHASES = ("rollout", "advantage_check", "critic", "actor", "update", "evaluation", "checkpoint")
 
 log = logging.getLogger("benchmark_speed")
 
@@ -329,6 +330,9 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
                 for key in ("tokens", "generate_s", "policy_generate_s"):
                     bare[key] += figures[key]
                 bare["prompts"] += len(states)
+        if separate_phases and getattr(algo_cfg, "log_advantage_check", False):
+            # update() scores the new games with the critic before its critic phase: timed as a phase of its own.
+            _, seconds["advantage_check"] = timed(algorithm.check_new_games)
         if separate_phases:
             for phase, run_phase, wanted in (
                 ("critic", getattr(algorithm, "critic_phase", None), has_critic),

@@ -20,8 +20,8 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
 
 Switches that do change it, all off by default: ``center_advantages`` (a batch-mean baseline for the actor),
 ``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling) and ``q_target_mc_weight``
-(mixed Monte-Carlo Q target). Every iteration also logs ``advantage_check`` on the new games: how well the
-critic's advantages track the returns that were actually observed.
+(mixed Monte-Carlo Q target). With ``log_advantage_check`` (on by default) every iteration also logs
+``advantage_check`` on the new games: how well the critic's advantages track the returns that were observed.
 """
 
 from __future__ import annotations
@@ -216,7 +216,8 @@ class ArcherAlgorithm(Algorithm):
 
     def observe(self, trajectories: list[Trajectory], iteration: int) -> None:
         """Keep the iteration's new games for ``advantage_check`` (the critic has not trained on them yet)."""
-        self._fresh_games = trajectories
+        if self.cfg.log_advantage_check:
+            self._fresh_games = trajectories
 
     @torch.no_grad()
     def advantage_check(self, trajectories: list[Trajectory]) -> dict[str, float]:
@@ -251,10 +252,14 @@ class ArcherAlgorithm(Algorithm):
         # Undefined (constant inputs, a single move) is left out rather than logged as NaN.
         return {key: value for key, value in correlations.items() if math.isfinite(value)}
 
+    def check_new_games(self) -> dict[str, float]:
+        """``advantage_check`` of the games ``observe`` kept (once; empty when there are none)."""
+        games, self._fresh_games = self._fresh_games, []
+        return self.advantage_check(games)
+
     def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         """Critic phase every iteration; actor phase once ``iteration`` is past the warm-up."""
-        fresh, self._fresh_games = self._fresh_games, []
-        metrics = self.advantage_check(fresh)
+        metrics = self.check_new_games()
         metrics.update(self.critic_phase(buffer, iteration, rng))
         if iteration > self.cfg.warmup_iters and self.cfg.actor_steps_per_iter > 0:
             metrics.update(self.actor_phase(buffer, iteration, rng))

@@ -151,4 +151,4 @@ class CHAIAlgorithm(ArcherAlgorithm):
         """The critic phase every iteration; ArCHer's actor phase too only with ``update_policy``."""
         if self.cfg.update_policy:
             return super().update(buffer, iteration, rng)
-        return self.critic_phase(buffer, iteration, rng)
+        return self.check_new_games() | self.critic_phase(buffer, iteration, rng)

@@ -14,7 +14,7 @@ from tests.conftest import TINY_RUN_OVERRIDES, load_script
 
 pytestmark = pytest.mark.integration
 
-PHASES = ("rollout", "critic", "actor", "evaluation", "checkpoint")
+PHASES = ("rollout", "advantage_check", "critic", "actor", "evaluation", "checkpoint")
 
 
 @pytest.fixture(scope="module")
