@@ -35,30 +35,19 @@ from accelerate import Accelerator
 from tqdm.auto import tqdm
 
 from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_metrics
+from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
     centered,
-    mixed_monte_carlo_targets,
     pearson_correlation,
     reinforce_loss,
-    td_q_targets,
     utterance_advantage,
 )
 from archer.config import ArcherConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory, TransitionBatch, discounted_returns
-from archer.models.critic import DoubleCritic, make_target_critic, soft_update
+from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
-
-
-def _stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
-    values = values.detach().float()
-    return {
-        f"{prefix}_mean": values.mean().item(),
-        f"{prefix}_min": values.min().item(),
-        f"{prefix}_max": values.max().item(),
-        f"{prefix}_std": values.std(unbiased=False).item(),
-    }
 
 
 class ArcherAlgorithm(Algorithm):
@@ -86,72 +75,45 @@ class ArcherAlgorithm(Algorithm):
             raise ValueError("ArCHer needs a critic")
         super().__init__(cfg, policy, accelerator)
         self.cfg: ArcherConfig = cfg
+        self.learner = CriticLearner(
+            critic,
+            accelerator,
+            archer_critic_loss,
+            lr=cfg.critic_lr,
+            gamma=cfg.gamma,
+            tau=cfg.tau,
+            micro_batch_size=cfg.critic_micro_batch_size,
+            max_grad_norm=cfg.max_grad_norm,
+            bootstrap_on_truncation=cfg.bootstrap_on_truncation,
+            mc_weight=cfg.q_target_mc_weight,
+        )
         self.critic = critic
-        self.target_critic = make_target_critic(critic)
         self.progress = progress
         self._fresh_games: list[Trajectory] = []  # the last rollout's games, for advantage_check
         # Dropout stays off in both networks, as in the online reference (it never called .train()): sampling
         # and scoring then see the same policy, and the targets are not noisy.
-        self.critic.eval()
-        self.critic_optimizer = torch.optim.Adam(critic.parameters(), lr=cfg.critic_lr)
         self.actor_optimizer = torch.optim.Adam(
             [p for p in policy.model.parameters() if p.requires_grad], lr=cfg.actor_lr
         )
 
     # ---- critic ------------------------------------------------------------------------------------------
 
-    def _done(self, batch: TransitionBatch) -> torch.Tensor:
-        if self.cfg.bootstrap_on_truncation:
-            return batch.terminated
-        return torch.clamp(batch.terminated + batch.truncated, max=1.0)
+    @property
+    def target_critic(self) -> DoubleCritic:
+        return self.learner.target_critic
+
+    @property
+    def critic_optimizer(self) -> torch.optim.Optimizer:
+        return self.learner.optimizer
 
     def critic_step(self, batch: TransitionBatch, sampled_actions: list[str], iteration: int, step: int) -> dict:
-        """One critic gradient step on ``batch``, with ``sampled_actions`` the fresh policy actions a~ at its states.
+        """One critic gradient step on ``batch``, with ``sampled_actions`` the fresh policy actions a~ at its states
+        (``CriticLearner.step`` with ArCHer's squared-error loss).
 
         Returns:
             The step's metrics.
         """
-        cfg = self.cfg
-        device = self.accelerator.device
-        batch = batch.to(device)
-        size = len(batch)
-        records = []
-        for start in range(0, size, cfg.critic_micro_batch_size):
-            end = min(start + cfg.critic_micro_batch_size, size)
-            observations = batch.observations[start:end]
-            with torch.no_grad():
-                target_q1, target_q2 = self.target_critic.q_values(observations, sampled_actions[start:end])
-                next_v1, next_v2 = self.target_critic.v_from_embeddings(
-                    self.target_critic.embed(batch.next_observations[start:end])
-                )
-                rewards, done = batch.rewards[start:end], self._done(batch)[start:end]
-                mc_returns = batch.mc_returns[start:end]
-                q1_target = mixed_monte_carlo_targets(
-                    td_q_targets(rewards, done, next_v1, cfg.gamma), mc_returns, cfg.q_target_mc_weight
-                )
-                q2_target = mixed_monte_carlo_targets(
-                    td_q_targets(rewards, done, next_v2, cfg.gamma), mc_returns, cfg.q_target_mc_weight
-                )
-            obs_emb = self.critic.embed(observations)
-            q1, q2 = self.critic.q_values(observations, batch.actions[start:end], obs_emb)
-            v1, v2 = self.critic.v_from_embeddings(obs_emb)
-            loss, parts = archer_critic_loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
-            check_finite(loss, "critic loss", iteration, step)
-            self.accelerator.backward(loss * (end - start) / size)
-            records.append(
-                {
-                    "critic/loss": loss.item(),
-                    **{f"critic/{k}": float(v) for k, v in parts.items()},
-                    **_stats("critic/q1", q1),
-                    **_stats("critic/v1", v1),
-                    **_stats("critic/target_q1", q1_target),
-                }
-            )
-        grad_norm = clip_and_step(self.accelerator, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm)
-        soft_update(self.target_critic, self.critic, cfg.tau)
-        metrics = mean_metrics(records)
-        metrics["critic/grad_norm"] = grad_norm
-        return metrics
+        return self.learner.step(batch, sampled_actions, iteration, step)
 
     def critic_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         cfg = self.cfg
@@ -201,7 +163,7 @@ class ArcherAlgorithm(Algorithm):
             "actor/pg_loss": sum(losses),
             "actor/grad_norm": grad_norm,
             "actor/action_tokens_mean": lengths.mean().item(),
-            **_stats("actor/advantage", advantages),
+            **summary_stats("actor/advantage", advantages),
         }
 
     def actor_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:

@@ -25,8 +25,9 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
-from archer.algorithms.archer import ArcherAlgorithm, _stats
+from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.base import check_finite, clip_and_step
+from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import token_baseline_losses
 from archer.config import ArcherBaselineConfig
 from archer.models.critic import DoubleCritic
@@ -95,11 +96,11 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
             "actor/pg_loss": pg_total,
             "actor/grad_norm": actor_norm,
             "actor/action_tokens_mean": lengths.mean().item(),
-            **_stats("actor/advantage", advantages),
-            **_stats("actor/residual_advantage", torch.cat(residuals)),
+            **summary_stats("actor/advantage", advantages),
+            **summary_stats("actor/residual_advantage", torch.cat(residuals)),
             "value/loss": value_total,
             "value/grad_norm": value_norm,
-            **_stats("value/baseline", torch.cat(values_seen)),
+            **summary_stats("value/baseline", torch.cat(values_seen)),
         }
 
     def state_dict(self) -> dict[str, Any]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import torch
 
-from archer.algorithms.archer import ArcherAlgorithm, _stats
+from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.base import check_finite, clip_and_step
+from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import ppo_clip_loss
 from archer.config import ArcherPPOConfig
 
@@ -75,5 +76,5 @@ class ArcherPPOAlgorithm(ArcherAlgorithm):
             "actor/approx_kl_old": sum(approx_kls) / len(approx_kls),
             "actor/grad_norm": sum(grad_norms) / len(grad_norms),
             "actor/action_tokens_mean": lengths.mean().item(),
-            **_stats("actor/advantage", advantages),
+            **summary_stats("actor/advantage", advantages),
         }

@@ -31,8 +31,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from archer.algorithms.archer import ArcherAlgorithm, _stats
+from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.base import mean_metrics
+from archer.algorithms.critic_updates import summary_stats
 from archer.config import CHAIConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.models.policy import Generation
@@ -141,7 +142,7 @@ class CHAIAlgorithm(ArcherAlgorithm):
             chosen, scores = self.rerank(batch.observations, step_candidates)
             record = self.critic_step(batch, chosen.texts, iteration, step)
             best, worst = scores.max(dim=1).values, scores.min(dim=1).values
-            record.update(_stats("critic/chosen_min_q", best))
+            record.update(summary_stats("critic/chosen_min_q", best))
             record["critic/candidate_min_q_spread"] = (best - worst).mean().item()
             records.append(record)
             steps.set_postfix(loss=f"{record['critic/loss']:.3f}")

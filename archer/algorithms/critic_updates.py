@@ -23,7 +23,7 @@ import torch
 from accelerate import Accelerator
 
 from archer.algorithms.base import check_finite, clip_and_step, mean_metrics
-from archer.algorithms.losses import td_q_targets, utterance_advantage
+from archer.algorithms.losses import mixed_monte_carlo_targets, td_q_targets, utterance_advantage
 from archer.data.trajectory import TransitionBatch
 from archer.models.critic import DoubleCritic, make_target_critic, soft_update
 
@@ -70,6 +70,8 @@ class CriticLearner:
         dropout: run the online critic in train mode (dropout on) inside its own loss, as OfflineArcher's Lightning
             training did; the online reference never enabled it. The target critic and ``advantages`` always run
             without dropout, so the regression targets and the actor's weights are not noisy.
+        mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * y_TD + w * G`` (``mixed_monte_carlo_targets``);
+            0 is the one-step target.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class CriticLearner:
         max_grad_norm: float,
         bootstrap_on_truncation: bool = False,
         dropout: bool = False,
+        mc_weight: float = 0.0,
     ) -> None:
         self.critic = critic
         self.target_critic = make_target_critic(critic)
@@ -96,6 +99,7 @@ class CriticLearner:
         self.max_grad_norm = max_grad_norm
         self.bootstrap_on_truncation = bootstrap_on_truncation
         self.dropout = dropout
+        self.mc_weight = mc_weight
         self.optimizer = torch.optim.Adam(critic.parameters(), lr=lr)
         self.critic.eval()
 
@@ -126,9 +130,13 @@ class CriticLearner:
                     target = self.target_critic
                     target_q1, target_q2 = target.q_values(observations, v_target_actions[start:end])
                     next_v1, next_v2 = target.v_from_embeddings(target.embed(batch.next_observations[start:end]))
-                    rewards = batch.rewards[start:end]
-                    q1_target = td_q_targets(rewards, done[start:end], next_v1, self.gamma)
-                    q2_target = td_q_targets(rewards, done[start:end], next_v2, self.gamma)
+                    rewards, returns = batch.rewards[start:end], batch.mc_returns[start:end]
+                    q1_target = mixed_monte_carlo_targets(
+                        td_q_targets(rewards, done[start:end], next_v1, self.gamma), returns, self.mc_weight
+                    )
+                    q2_target = mixed_monte_carlo_targets(
+                        td_q_targets(rewards, done[start:end], next_v2, self.gamma), returns, self.mc_weight
+                    )
                 obs_emb = self.critic.embed(observations)
                 q1, q2 = self.critic.q_values(observations, batch.actions[start:end], obs_emb)
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
