@@ -18,6 +18,8 @@ from omegaconf import MISSING
 DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler", "last")
 Q_INPUTS = ("separate", "joint")
+#: ``model.critic.name_or_path`` value that loads the critic's encoder from the run's starting policy.
+POLICY_BODY = "policy"
 V_TARGET_ACTIONS = ("sample", "replay")
 
 
@@ -157,7 +159,9 @@ class CriticConfig:
 
     Attributes:
         name_or_path: ``"embedded"`` builds a small RoBERTa-architecture encoder (tokenizer trained locally);
-            anything else is a hub name (``roberta-base``) or a local folder.
+            ``"policy"`` loads the body of the run's starting policy (the pretrained one when ``pretrain`` builds
+            it: on an offline machine the only pretrained model that has read the game; needs ``pooling`` ``last``
+            or ``mean``, since the body is causal); anything else is a hub name (``roberta-base``) or a folder.
         embedded: encoder size used when ``name_or_path == "embedded"``.
         pooling: how a text becomes one vector: ``cls`` (first token's last hidden state, as OfflineArcher),
             ``mean`` (masked mean), ``pooler`` (the encoder's pooler output, as the online reference), or ``last``
@@ -170,6 +174,12 @@ class CriticConfig:
             apart and their vectors concatenated, so the encoder never sees them together. ``joint``: the Q heads
             read one encoding of the observation followed by the action, so attention can relate the utterance to
             the history (has this guess already been refuted?); V still reads the observation alone.
+        freeze_encoder: train the Q and V heads only; the encoder keeps its loaded weights (the target critic shares
+            it), runs without dropout, and each text's vector is computed once and kept (see
+            ``embedding_cache_size``), so a critic step after the first sight of its texts costs only the heads.
+            Not in the reference, which fine-tuned RoBERTa; off by default.
+        embedding_cache_size: with ``freeze_encoder``, how many text vectors are kept (least recently used dropped
+            first); 100,000 vectors of width 768 take 0.3 GB.
     """
 
     name_or_path: str = "embedded"
@@ -179,6 +189,8 @@ class CriticConfig:
     max_tokens: int = 512
     dtype: str = "float32"
     q_input: str = "separate"
+    freeze_encoder: bool = False
+    embedding_cache_size: int = 100_000
 
     def validate(self, prefix: str = "model.critic") -> None:
         _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
@@ -188,6 +200,14 @@ class CriticConfig:
         _check_choice(self.dtype, f"{prefix}.dtype", DTYPES)
         _check(self.head_hidden_dim is None or self.head_hidden_dim > 0, f"{prefix}.head_hidden_dim", "> 0 or null")
         _check(self.max_tokens > 0, f"{prefix}.max_tokens", "must be positive")
+        _check(self.embedding_cache_size > 0, f"{prefix}.embedding_cache_size", "must be positive")
+        if self.name_or_path == POLICY_BODY:
+            # A causal body's first token has seen nothing else; its pooler (if any) is untrained.
+            _check(
+                self.pooling in ("last", "mean"),
+                f"{prefix}.pooling",
+                f"must be 'last' or 'mean' with name_or_path={POLICY_BODY!r} (a causal body), got {self.pooling!r}",
+            )
         if self.name_or_path == "embedded":
             # RoBERTa reserves two positions for its padding offset.
             _check(
@@ -602,6 +622,11 @@ class ArcherConfig(AlgorithmConfig):
         log_advantage_check: before each critic phase, score the iteration's new games with the critic and log how
             its advantages and values correlate with the returns that followed (``critic/advantage_return_corr``,
             ``critic/value_return_corr``); one critic forward pass per new move.
+        actor_samples_per_state: K. 1 (the paper): each actor step samples ``actor_batch_size`` replay states, one
+            action each, advantage ``min Q - min V``. K > 1: ``actor_batch_size / K`` states, K actions each, and
+            each action's advantage is its ``min Q`` minus the mean ``min Q`` of its state's K actions: the critic's
+            ranking of the state's own samples, free of the error of a separately learnt V (which, on a young
+            critic, is as large as the differences between actions). Same number of samples per step.
     """
 
     name: str = "archer"
@@ -625,6 +650,7 @@ class ArcherConfig(AlgorithmConfig):
     v_target_action: str = "sample"
     q_target_mc_weight: float = 0.0
     log_advantage_check: bool = True
+    actor_samples_per_state: int = 1
 
     @property
     def online(self) -> bool:
@@ -658,6 +684,11 @@ class ArcherConfig(AlgorithmConfig):
         _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
         _check_choice(self.v_target_action, "algorithm.v_target_action", V_TARGET_ACTIONS)
         _check(0.0 <= self.q_target_mc_weight <= 1.0, "algorithm.q_target_mc_weight", "must be in [0, 1]")
+        _check(
+            self.actor_samples_per_state >= 1 and self.actor_batch_size % self.actor_samples_per_state == 0,
+            "algorithm.actor_samples_per_state",
+            f"must be >= 1 and divide actor_batch_size={self.actor_batch_size}",
+        )
 
 
 @dataclass

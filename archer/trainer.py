@@ -35,7 +35,7 @@ from archer.checkpointing import (
     save_checkpoint,
     set_rng_state,
 )
-from archer.config import CriticConfig, LoggingConfig, PolicyConfig, RunConfig
+from archer.config import POLICY_BODY, CriticConfig, LoggingConfig, PolicyConfig, RunConfig
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
@@ -44,7 +44,7 @@ from archer.distributed import all_gather, shard, share, unshard
 from archer.envs import make_env, make_oracle
 from archer.evaluation import EvalResult, evaluate, evaluation_game_ids
 from archer.models.critic import build_critic
-from archer.models.loading import load_policy_model, policy_weights, save_policy
+from archer.models.loading import load_policy_model, policy_source, policy_weights, save_policy
 from archer.models.policy import LanguagePolicy
 from archer.models.sharding import full_state, gathered, is_sharded, shard_like, shard_policy
 from archer.tracking import Tracker
@@ -152,7 +152,12 @@ class Trainer:
             model, tokenizer = load_policy_model(policy_cfg, str(self.cache_dir), self.env.corpus)
             critic = None
             if cfg.algorithm.uses_critic:
-                critic = build_critic(cfg.model.critic, str(self.cache_dir), self.env.corpus)
+                critic_cfg = cfg.model.critic
+                if critic_cfg.name_or_path == POLICY_BODY:
+                    # The starting policy's weights as loaded (before any LoRA adapters or reference checkpoint).
+                    body = policy_source(policy_cfg, str(self.cache_dir), self.env.corpus)
+                    critic_cfg = replace(critic_cfg, name_or_path=body)
+                critic = build_critic(critic_cfg, str(self.cache_dir), self.env.corpus)
         if policy_cfg.shard == "fsdp":
             # Before the optimisers are built: sharding replaces the parameters.
             model = shard_policy(model, self.accelerator)

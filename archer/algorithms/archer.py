@@ -39,6 +39,7 @@ from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
     centered,
+    group_baseline_advantages,
     pearson_correlation,
     reinforce_loss,
     utterance_advantage,
@@ -135,10 +136,18 @@ class ArcherAlgorithm(Algorithm):
     # ---- actor -------------------------------------------------------------------------------------------
 
     def actor_advantages(self, observations: list[str], actions: list[str]) -> torch.Tensor:
-        """The online critic's utterance advantages of ``actions`` at ``observations`` (centred if configured)."""
+        """The online critic's utterance advantages of ``actions`` at ``observations`` (centred if configured).
+
+        ``min(Q1, Q2) - min(V1, V2)``, or with ``actor_samples_per_state`` K > 1 (the rows then come in groups of K
+        samples of one state, as ``actor_phase`` lays them out) ``min(Q1, Q2)`` minus its mean over the group.
+        """
         with torch.no_grad():
             critic_out = self.critic(observations, actions)
-            advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
+            if self.cfg.actor_samples_per_state > 1:
+                q = torch.minimum(critic_out.q1, critic_out.q2)
+                advantages = group_baseline_advantages(q, self.cfg.actor_samples_per_state)
+            else:
+                advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
         return centered(advantages) if self.cfg.center_advantages else advantages
 
     def actor_step(self, observations: list[str], iteration: int, step: int) -> dict[str, float]:
@@ -169,9 +178,12 @@ class ArcherAlgorithm(Algorithm):
     def actor_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         records = []
         steps = tqdm(range(self.cfg.actor_steps_per_iter), desc="actor", leave=False, disable=not self.progress)
+        per_state = self.cfg.actor_samples_per_state
         for step in steps:
-            batch = buffer.sample(self.cfg.actor_batch_size, rng)
-            records.append(self.actor_step(batch.observations, iteration, step))
+            batch = buffer.sample(self.cfg.actor_batch_size // per_state, rng)
+            # Each state's samples are consecutive rows, the layout actor_advantages groups by.
+            observations = [obs for obs in batch.observations for _ in range(per_state)]
+            records.append(self.actor_step(observations, iteration, step))
         return mean_metrics(records)
 
     # ---- the iteration -----------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ class CriticLearner:
         self.bootstrap_on_truncation = bootstrap_on_truncation
         self.dropout = dropout
         self.mc_weight = mc_weight
-        self.optimizer = torch.optim.Adam(critic.parameters(), lr=lr)
+        self.optimizer = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=lr)
         self.critic.eval()
 
     def step(self, batch: TransitionBatch, v_target_actions: list[str], iteration: int, step: int) -> dict[str, float]:

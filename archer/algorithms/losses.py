@@ -199,6 +199,26 @@ def utterance_advantage(q1: torch.Tensor, q2: torch.Tensor, v1: torch.Tensor, v2
     return torch.minimum(q1, q2) - torch.minimum(v1, v2)
 
 
+def group_baseline_advantages(values: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Each sample's value minus the mean value of its group: ``A_k = Q(s, a_k) - mean_j Q(s, a_j)``.
+
+    The samples of one state are consecutive: rows ``[g * group_size, (g + 1) * group_size)`` form group g. The
+    mean over K samples of the same state estimates V(s) from the Q function itself, so the advantage depends only
+    on how Q ranks the state's own samples, not on a separately learnt V.
+
+    Args:
+        values: (B,) values (say ``min(Q1, Q2)``) of B = G * group_size samples.
+        group_size: samples per state, >= 1 (1 gives zeros).
+
+    Returns:
+        (B,) advantages; each group's sum to zero.
+    """
+    if values.ndim != 1 or group_size < 1 or values.numel() % group_size:
+        raise ValueError(f"need a (B,) tensor with B a multiple of {group_size}, got shape {tuple(values.shape)}")
+    groups = values.view(-1, group_size)
+    return (groups - groups.mean(dim=1, keepdim=True)).reshape(-1)
+
+
 def centered(advantages: torch.Tensor) -> torch.Tensor:
     """``A - mean(A)`` over the batch: a constant baseline that keeps only the ranking of the samples.
 

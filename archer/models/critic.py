@@ -8,6 +8,7 @@ so any encoder width works.
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,13 +29,22 @@ class TextEncoder(nn.Module):
         pooling: ``cls`` (first token's last hidden state), ``mean`` (mean over real tokens), ``pooler`` (the
             encoder's pooler output) or ``last`` (the last real token's last hidden state, for causal encoders).
         max_tokens: texts are truncated on the left to this many tokens, special tokens included.
+        frozen: the encoder is never trained: no gradient, always in eval mode, and each text's vector is computed
+            once and kept for later calls (valid because the weights never change; loading a state dict clears it).
+        cache_size: with ``frozen``, at most this many vectors are kept, the least recently used dropped first.
 
     Raises:
         ValueError: unknown ``pooling``.
     """
 
     def __init__(
-        self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, pooling: str, max_tokens: int
+        self,
+        encoder: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        pooling: str,
+        max_tokens: int,
+        frozen: bool = False,
+        cache_size: int = 100_000,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
@@ -45,13 +55,43 @@ class TextEncoder(nn.Module):
         self.max_tokens = max_tokens
         tokenizer.padding_side = "right"
         tokenizer.truncation_side = "left"
+        self.frozen = frozen
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, torch.Tensor] = OrderedDict()
+        if frozen:
+            encoder.requires_grad_(False)
+            encoder.eval()
+            self.register_load_state_dict_post_hook(lambda module, keys: module._cache.clear())
 
     @property
     def hidden_size(self) -> int:
         return self.encoder.config.hidden_size
 
+    def train(self, mode: bool = True) -> TextEncoder:
+        super().train(mode)
+        if self.frozen:
+            # Dropout would make the kept vectors differ from fresh ones.
+            self.encoder.eval()
+        return self
+
     def forward(self, texts: list[str]) -> torch.Tensor:
-        """Encode B texts into a (B, H) tensor."""
+        """Encode B texts into a (B, H) tensor (from the kept vectors where possible when frozen)."""
+        if not self.frozen:
+            return self._encode(texts)
+        missing = [text for text in dict.fromkeys(texts) if text not in self._cache]
+        if missing:
+            with torch.no_grad():
+                # Contiguous: a kept row must not hold the whole batch's hidden states alive.
+                vectors = self._encode(missing).contiguous()
+            self._cache.update(zip(missing, vectors, strict=True))
+        for text in texts:
+            self._cache.move_to_end(text)
+        vectors = torch.stack([self._cache[text] for text in texts])
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return vectors
+
+    def _encode(self, texts: list[str]) -> torch.Tensor:
         device = next(self.encoder.parameters()).device
         batch = self.tokenizer(
             list(texts), padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
@@ -169,14 +209,21 @@ def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[st
     The heads draw their initial weights from torch's global generator, which the trainer seeds.
     """
     encoder, tokenizer = load_critic_encoder(cfg, cache_dir, corpus)
-    text_encoder = TextEncoder(encoder, tokenizer, cfg.pooling, cfg.max_tokens)
+    text_encoder = TextEncoder(
+        encoder, tokenizer, cfg.pooling, cfg.max_tokens, frozen=cfg.freeze_encoder, cache_size=cfg.embedding_cache_size
+    )
     critic = DoubleCritic(text_encoder, cfg.head_hidden_dim, cfg.q_input)
     return critic.to(getattr(torch, cfg.dtype))
 
 
 def make_target_critic(critic: DoubleCritic) -> DoubleCritic:
-    """A full copy of ``critic`` (encoder included) for TD targets: frozen and in eval mode."""
-    target = copy.deepcopy(critic)
+    """A full copy of ``critic`` for TD targets: frozen and in eval mode.
+
+    A frozen text encoder is shared rather than copied: Polyak averaging could never move the copy, and sharing
+    keeps one set of weights and one store of computed vectors.
+    """
+    shared = {id(critic.encoder): critic.encoder} if critic.encoder.frozen else {}
+    target = copy.deepcopy(critic, memo=shared)
     target.requires_grad_(False)
     return target.eval()
 

@@ -213,6 +213,11 @@ def _wrap_lora(model: PreTrainedModel, cfg: PolicyConfig) -> PreTrainedModel:
     return get_peft_model(model, lora)
 
 
+def policy_source(cfg: PolicyConfig, cache_dir: str, corpus: Callable[[], list[str]]) -> str:
+    """The folder or hub name the policy loads from; an embedded policy is built into the cache first."""
+    return _resolve("policy", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_policy)
+
+
 def load_policy_model(
     cfg: PolicyConfig, cache_dir: str, corpus: Callable[[], list[str]]
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -234,7 +239,7 @@ def load_policy_model(
         FileNotFoundError, KeyError: a ``reference_checkpoint`` that is missing or not in the reference's format.
         ValueError: LoRA target modules that the model does not have.
     """
-    source = _resolve("policy", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_policy)
+    source = policy_source(cfg, cache_dir, corpus)
     model, tokenizer = _from_pretrained(
         "policy",
         source,

@@ -157,6 +157,24 @@ def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path
     assert all(p.grad is None for p in trainer.policy.model.parameters())
 
 
+def test_a_critic_on_the_starting_policys_frozen_body_trains_its_heads_only(tmp_path: Path) -> None:
+    frozen_body = ["model.critic.name_or_path=policy", "model.critic.pooling=last", "model.critic.freeze_encoder=true"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *frozen_body)
+    algorithm = trainer.algorithm
+    # The encoder is the pretrained starting policy's transformer, not a fresh encoder.
+    body = trainer.policy.model.transformer.state_dict()
+    encoder = algorithm.critic.encoder.encoder.state_dict()
+    assert body.keys() == encoder.keys()
+    assert all(torch.equal(body[k], encoder[k]) for k in body)
+    critic_before = snapshot(algorithm.critic)
+    trainer.fit()
+    moved = {n for n, p in algorithm.critic.named_parameters() if not torch.equal(critic_before[n], p.detach())}
+    assert moved == {n for n in critic_before if not n.startswith("encoder.")}
+    # The policy trained on; the critic's copy of its starting body did not.
+    assert not torch.equal(trainer.policy.model.transformer.h[0].mlp.c_fc.weight, encoder["h.0.mlp.c_fc.weight"])
+    assert algorithm.target_critic.encoder is algorithm.critic.encoder
+
+
 def test_center_advantages_switch_centres_the_actor_batch(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
     algorithm = trainer.algorithm
@@ -166,6 +184,31 @@ def test_center_advantages_switch_centres_the_actor_batch(tmp_path: Path) -> Non
     raw = algorithm.actor_advantages(states, actions)
     algorithm.cfg = replace(algorithm.cfg, center_advantages=True)
     torch.testing.assert_close(algorithm.actor_advantages(states, actions), raw - raw.mean())
+
+
+def test_several_samples_per_state_are_ranked_against_each_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = tiny_archer(
+        tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.actor_samples_per_state=4"
+    )
+    algorithm = trainer.algorithm
+    trainer.collect(1)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(algorithm, "actor_step", lambda observations, *args: seen.append(observations) or {})
+    algorithm.actor_phase(trainer.buffer, 2, np.random.default_rng(0))
+    assert len(seen) == algorithm.cfg.actor_steps_per_iter
+    for observations in seen:  # actor_batch_size 8 = 2 states x 4 consecutive samples
+        assert len(observations) == 8
+        assert len(set(observations[:4])) == 1 and len(set(observations[4:])) == 1
+
+    states = seen[0]
+    actions = trainer.policy.generate(states, greedy=False).texts
+    with torch.no_grad():
+        out = algorithm.critic(states, actions)
+    q = torch.minimum(out.q1, out.q2).view(2, 4)
+    expected = (q - q.mean(dim=1, keepdim=True)).reshape(-1)
+    torch.testing.assert_close(algorithm.actor_advantages(states, actions), expected)
 
 
 def test_replay_v_targets_use_the_stored_actions_without_generating(

@@ -61,6 +61,8 @@ def test_wrong_type_names_the_key() -> None:
         ("model.policy.dtype=int8", "model.policy.dtype"),
         ("model.policy.embedded.n_head=3", "model.policy.embedded.n_head"),
         ("model.critic.pooling=max", "model.critic.pooling"),
+        ("model.critic.name_or_path=policy", "model.critic.pooling"),  # cls pooling on a causal body
+        ("model.critic.embedding_cache_size=0", "model.critic.embedding_cache_size"),
         ("model.policy.max_prompt_tokens=4000", "model.policy.max_prompt_tokens"),
         ("eval.num_episodes=0", "eval.num_episodes"),
         ("logging.wandb_mode=sometimes", "logging.wandb_mode"),
@@ -69,3 +71,16 @@ def test_wrong_type_names_the_key() -> None:
 def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         compose_run("bc_20q", [override])
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("algorithm.actor_samples_per_state=0", "algorithm.actor_samples_per_state"),
+        ("algorithm.actor_samples_per_state=5", "algorithm.actor_samples_per_state"),  # does not divide 64
+        ("algorithm.q_target_mc_weight=1.5", "algorithm.q_target_mc_weight"),
+    ],
+)
+def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        compose_run("archer_20q", [override])

@@ -201,3 +201,73 @@ def test_soft_update_on_critics_and_mismatch(critic: DoubleCritic) -> None:
         assert not parameter.requires_grad
     with pytest.raises(ValueError, match="different parameters"):
         soft_update(target, _Tiny(0.0), tau=0.5)
+
+
+# ---- a frozen encoder (model.critic.freeze_encoder) ------------------------------------------------------------
+
+
+@pytest.fixture
+def frozen_critic(tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str) -> DoubleCritic:
+    torch.manual_seed(0)
+    cfg = dataclasses.replace(tiny_critic_config, freeze_encoder=True, embedding_cache_size=4)
+    return build_critic(cfg, model_cache_dir, lambda: tiny_corpus)
+
+
+def test_a_frozen_encoder_has_no_gradient_and_stays_in_eval_mode(frozen_critic: DoubleCritic) -> None:
+    assert not any(p.requires_grad for p in frozen_critic.encoder.parameters())
+    assert all(p.requires_grad for head in (frozen_critic.q1, frozen_critic.v2) for p in head.parameters())
+    frozen_critic.train()
+    assert frozen_critic.training and frozen_critic.q1.training
+    assert not frozen_critic.encoder.encoder.training  # dropout would make kept vectors differ from fresh ones
+
+
+def test_a_frozen_encoder_keeps_each_texts_vector_and_computes_it_once(
+    frozen_critic: DoubleCritic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text_encoder = frozen_critic.encoder
+    fresh = TextEncoder(text_encoder.encoder, text_encoder.tokenizer, "cls", max_tokens=64).eval()
+    encoded: list[list[str]] = []
+    encode = text_encoder._encode
+    monkeypatch.setattr(text_encoder, "_encode", lambda texts: encoded.append(list(texts)) or encode(texts))
+
+    first = text_encoder(["a dog", "a cat", "a dog"])
+    again = text_encoder(["a cat", "a cow"])
+    assert encoded == [["a dog", "a cat"], ["a cow"]]  # duplicates and known texts are not encoded again
+    with torch.no_grad():
+        torch.testing.assert_close(first, fresh(["a dog", "a cat", "a dog"]))
+        torch.testing.assert_close(again, fresh(["a cat", "a cow"]))
+    assert not first.requires_grad
+
+
+def test_the_kept_vectors_are_bounded_least_recently_used_first(frozen_critic: DoubleCritic) -> None:
+    text_encoder = frozen_critic.encoder  # keeps 4
+    text_encoder(["t1", "t2", "t3", "t4"])
+    text_encoder(["t1"])  # now the most recent
+    text_encoder(["t5"])
+    assert list(text_encoder._cache) == ["t3", "t4", "t1", "t5"]
+
+
+def test_loading_weights_clears_the_kept_vectors(frozen_critic: DoubleCritic) -> None:
+    before = frozen_critic.embed(["Is it a dog?"])
+    state = {k: v.clone() for k, v in frozen_critic.state_dict().items()}
+    for key in state:
+        if key.startswith("encoder.") and state[key].is_floating_point():
+            state[key] += 0.5
+    frozen_critic.load_state_dict(state)
+    assert not frozen_critic.encoder._cache
+    assert not torch.allclose(frozen_critic.embed(["Is it a dog?"]), before)
+
+
+def test_the_target_of_a_frozen_critic_shares_its_encoder(frozen_critic: DoubleCritic) -> None:
+    target = make_target_critic(frozen_critic)
+    assert target.encoder is frozen_critic.encoder
+    assert target.q1 is not frozen_critic.q1
+    torch.testing.assert_close(target.q1[0].weight, frozen_critic.q1[0].weight)
+    with torch.no_grad():
+        frozen_critic.q1[0].weight.add_(1.0)
+    soft_update(target, frozen_critic, tau=0.5)
+    torch.testing.assert_close(target.q1[0].weight, frozen_critic.q1[0].weight - 0.5)
+
+
+def test_an_unfrozen_target_copies_its_encoder(critic: DoubleCritic) -> None:
+    assert make_target_critic(critic).encoder is not critic.encoder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from functools import partial
 from types import SimpleNamespace
 
@@ -133,3 +134,25 @@ def test_learner_state_round_trips(critic: DoubleCritic, buffer: ReplayBuffer) -
     assert fresh.step(batch, batch.actions, 1, 1) == pytest.approx(learner.step(batch, batch.actions, 1, 1), rel=1e-6)
     for a, b in zip(fresh.target_critic.parameters(), learner.target_critic.parameters(), strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_a_frozen_encoder_critic_trains_its_heads_only(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str, buffer: ReplayBuffer
+) -> None:
+    torch.manual_seed(0)
+    cfg = dataclasses.replace(tiny_critic_config, freeze_encoder=True, q_input="joint")
+    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus)
+    learner = _learner(critic, archer_critic_loss)
+    optimised = {id(p) for group in learner.optimizer.param_groups for p in group["params"]}
+    assert optimised == {id(p) for name, p in critic.named_parameters() if not name.startswith("encoder.")}
+    before = {n: p.detach().clone() for n, p in critic.named_parameters()}
+    batch = buffer.get(np.arange(4))
+    for step in range(2):
+        learner.step(batch, batch.actions, iteration=1, step=step)
+    for name, param in critic.named_parameters():
+        assert torch.equal(param, before[name]) == name.startswith("encoder."), name
+    assert learner.target_critic.encoder is critic.encoder
+    # Every text the step read was encoded once and kept: observations, next observations and joint texts.
+    texts = set(batch.observations) | set(batch.next_observations)
+    texts |= {obs + action for obs, action in zip(batch.observations, batch.actions, strict=True)}
+    assert set(critic.encoder._cache) == texts

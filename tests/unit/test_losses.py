@@ -163,6 +163,16 @@ def test_centered_advantages_subtract_the_batch_mean():
         losses.centered(torch.zeros(0))
 
 
+def test_group_baseline_advantages_subtract_each_states_mean_q():
+    # Two states, three samples each: means (1 + 2 + 6) / 3 = 3 and (-1 - 1 + 5) / 3 = 1.
+    q = torch.tensor([1.0, 2.0, 6.0, -1.0, -1.0, 5.0])
+    expected = torch.tensor([-2.0, -1.0, 3.0, -2.0, -2.0, 4.0])
+    torch.testing.assert_close(losses.group_baseline_advantages(q, 3), expected)
+    torch.testing.assert_close(losses.group_baseline_advantages(q, 1), torch.zeros(6))
+    with pytest.raises(ValueError, match="multiple of 4"):
+        losses.group_baseline_advantages(q, 4)
+
+
 def test_reinforce_loss_value_and_gradient():
     adv, logp = _leaf([2.0, -1.0]), _leaf([-1.0, -3.0])
     loss = losses.reinforce_loss(adv, logp)
