@@ -627,6 +627,11 @@ class ArcherConfig(AlgorithmConfig):
             each action's advantage is its ``min Q`` minus the mean ``min Q`` of its state's K actions: the critic's
             ranking of the state's own samples, free of the error of a separately learnt V (which, on a young
             critic, is as large as the differences between actions). Same number of samples per step.
+        kl_coeff: beta of a KL penalty to the starting policy: each sample's advantage becomes
+            ``A - beta * (log pi(a~) - log pi_start(a~))`` (``losses.kl_penalised_reinforce_loss``), pi_start a
+            frozen copy of the starting policy. It keeps the policy from drifting into utterances the critic has
+            never seen and so cannot judge. 0 (the paper) builds no copy. Online ArCHer's own actor only (CHAI's
+            too), not the token-baseline or PPO variants'.
     """
 
     name: str = "archer"
@@ -651,6 +656,7 @@ class ArcherConfig(AlgorithmConfig):
     q_target_mc_weight: float = 0.0
     log_advantage_check: bool = True
     actor_samples_per_state: int = 1
+    kl_coeff: float = 0.0
 
     @property
     def online(self) -> bool:
@@ -689,6 +695,7 @@ class ArcherConfig(AlgorithmConfig):
             "algorithm.actor_samples_per_state",
             f"must be >= 1 and divide actor_batch_size={self.actor_batch_size}",
         )
+        _check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
 
 
 @dataclass
@@ -936,6 +943,7 @@ class ArcherBaselineConfig(ArcherConfig):
         super().validate()
         _check(self.value_lr > 0, "algorithm.value_lr", "must be positive")
         _check(self.value_max_grad_norm > 0, "algorithm.value_max_grad_norm", "must be positive")
+        _check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
 
 
 @dataclass
@@ -962,6 +970,7 @@ class ArcherPPOConfig(ArcherConfig):
         super().validate()
         _check(self.ppo_epochs > 0, "algorithm.ppo_epochs", "must be positive")
         _check(self.clip_range > 0, "algorithm.clip_range", "must be positive")
+        _check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
 
 
 @dataclass

@@ -34,12 +34,13 @@ import torch
 from accelerate import Accelerator
 from tqdm.auto import tqdm
 
-from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_metrics
+from archer.algorithms.base import Algorithm, check_finite, clip_and_step, frozen_copy, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
     centered,
     group_baseline_advantages,
+    kl_penalised_reinforce_loss,
     pearson_correlation,
     reinforce_loss,
     utterance_advantage,
@@ -96,6 +97,7 @@ class ArcherAlgorithm(Algorithm):
         self.actor_optimizer = torch.optim.Adam(
             [p for p in policy.model.parameters() if p.requires_grad], lr=cfg.actor_lr
         )
+        self.reference: LanguagePolicy | None = frozen_copy(policy) if cfg.kl_coeff > 0 else None
 
     # ---- critic ------------------------------------------------------------------------------------------
 
@@ -156,11 +158,19 @@ class ArcherAlgorithm(Algorithm):
         generation = self.policy.generate(observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
         size = len(observations)
-        losses = []
+        losses, log_ratios = [], []
         for start in range(0, size, cfg.actor_micro_batch_size):
             end = min(start + cfg.actor_micro_batch_size, size)
             logprobs = self.policy.sequence_logprobs(observations[start:end], generation.token_ids[start:end])
-            loss = reinforce_loss(advantages[start:end], logprobs)
+            if self.reference is None:
+                loss = reinforce_loss(advantages[start:end], logprobs)
+            else:
+                with torch.no_grad():
+                    ref_logprobs = self.reference.sequence_logprobs(
+                        observations[start:end], generation.token_ids[start:end]
+                    )
+                log_ratios.append((logprobs - ref_logprobs).detach())
+                loss = kl_penalised_reinforce_loss(advantages[start:end], logprobs, ref_logprobs, cfg.kl_coeff)
             check_finite(loss, "actor loss", iteration, step)
             self.accelerator.backward(loss * (end - start) / size)
             losses.append(loss.item() * (end - start) / size)
@@ -168,12 +178,16 @@ class ArcherAlgorithm(Algorithm):
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), cfg.max_grad_norm
         )
         lengths = torch.tensor([len(ids) for ids in generation.token_ids], dtype=torch.float32)
-        return {
+        metrics = {
             "actor/pg_loss": sum(losses),
             "actor/grad_norm": grad_norm,
             "actor/action_tokens_mean": lengths.mean().item(),
             **summary_stats("actor/advantage", advantages),
         }
+        if log_ratios:
+            # log pi(a~) - log pi_start(a~) per utterance: its mean estimates KL(pi || pi_start) per utterance.
+            metrics["actor/kl_start"] = torch.cat(log_ratios).mean().item()
+        return metrics
 
     def actor_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         records = []

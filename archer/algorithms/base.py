@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -123,3 +124,11 @@ def mean_metrics(records: list[dict[str, float]]) -> dict[str, float]:
     """Average each metric over the steps of a phase."""
     keys = {key for record in records for key in record}
     return {key: float(np.mean([r[key] for r in records if key in r])) for key in sorted(keys)}
+
+
+def frozen_copy(policy: LanguagePolicy) -> LanguagePolicy:
+    """A copy of ``policy`` with its own weights, no gradients and dropout off; it shares the tokenizer."""
+    model = copy.deepcopy(policy.model)
+    model.requires_grad_(False)
+    model.eval()
+    return LanguagePolicy(model, policy.tokenizer, policy.cfg)

@@ -22,12 +22,12 @@ that of the distribution the samples came from; each network clips its own gradi
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
 from accelerate import Accelerator
 
+from archer.algorithms.base import frozen_copy
 from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import iql_kl_reinforce_loss, reinforce_loss
 from archer.algorithms.offline_archer import OfflineCriticAlgorithm
@@ -35,14 +35,6 @@ from archer.config import IQLReinforceConfig
 from archer.data.trajectory import TransitionBatch
 from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
-
-
-def frozen_copy(policy: LanguagePolicy) -> LanguagePolicy:
-    """A copy of ``policy`` with its own weights, no gradients and dropout off; it shares the tokenizer."""
-    model = copy.deepcopy(policy.model)
-    model.requires_grad_(False)
-    model.eval()
-    return LanguagePolicy(model, policy.tokenizer, policy.cfg)
 
 
 class IQLReinforceAlgorithm(OfflineCriticAlgorithm):

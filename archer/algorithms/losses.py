@@ -446,6 +446,32 @@ def iql_kl_reinforce_loss(
     return ((1.0 - kl_coeff) * -advantages.detach() * logp + kl_coeff * kl_weight * logp).mean()
 
 
+def kl_penalised_reinforce_loss(
+    advantages: torch.Tensor, logp: torch.Tensor, ref_logp: torch.Tensor, kl_coeff: float
+) -> torch.Tensor:
+    """REINFORCE on the utterance with the KL to a reference policy as a penalty on the advantage.
+
+    ``L = -mean_B[(A - beta * (logp - logp_ref)) * logp]``, the penalty detached: for actions sampled from pi, the
+    penalty's part is the score-function gradient of ``beta * KL(pi || pi_ref)`` (its ``+1`` term, whose expectation
+    is zero, left out: it would only add variance, and bias when the samples come from a sharpened distribution).
+    beta = 0 is plain REINFORCE.
+
+    Args:
+        advantages: (B,) A(s, a~) of sampled utterances (constants).
+        logp: (B,) summed log pi(a~ | s).
+        ref_logp: (B,) summed log pi_ref(a~ | s).
+        kl_coeff: beta >= 0.
+
+    Returns:
+        Scalar loss.
+    """
+    _check_same_shape(advantages=advantages, logp=logp, ref_logp=ref_logp)
+    if kl_coeff < 0:
+        raise ValueError(f"kl_coeff must be >= 0, got {kl_coeff}")
+    penalised = advantages.detach() - kl_coeff * (logp - ref_logp).detach()
+    return -(penalised * logp).mean()
+
+
 def gae_with_discounts(
     rewards: torch.Tensor, values: torch.Tensor, discounts: torch.Tensor, lam: float
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -222,7 +222,8 @@ def make_target_critic(critic: DoubleCritic) -> DoubleCritic:
     A frozen text encoder is shared rather than copied: Polyak averaging could never move the copy, and sharing
     keeps one set of weights and one store of computed vectors.
     """
-    shared = {id(critic.encoder): critic.encoder} if critic.encoder.frozen else {}
+    encoder = getattr(critic, "encoder", None)  # any module with the critic's interface can have a target
+    shared = {id(encoder): encoder} if getattr(encoder, "frozen", False) else {}
     target = copy.deepcopy(critic, memo=shared)
     target.requires_grad_(False)
     return target.eval()

@@ -211,6 +211,25 @@ def test_several_samples_per_state_are_ranked_against_each_other(
     torch.testing.assert_close(algorithm.actor_advantages(states, actions), expected)
 
 
+def test_kl_penalty_measures_the_drift_from_a_frozen_copy_of_the_start(tmp_path: Path) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.kl_coeff=0.5")
+    algorithm = trainer.algorithm
+    reference = algorithm.reference
+    assert reference is not None and reference.model is not trainer.policy.model
+    start = snapshot(trainer.policy.model)
+    assert not any(p.requires_grad for p in reference.model.parameters())
+    trainer.collect(1)
+    states = trainer.buffer.sample(8, trainer.rng).observations
+    first = algorithm.actor_step(states, iteration=2, step=0)
+    assert first["actor/kl_start"] == 0.0  # nothing has moved yet: pi = pi_start on every sample
+    second = algorithm.actor_step(states, iteration=2, step=1)
+    assert second["actor/kl_start"] != 0.0
+    assert changed(start, trainer.policy.model) > 0.9
+    ref_now = dict(reference.model.named_parameters())
+    assert all(torch.equal(start[n], ref_now[n]) for n in start)  # the reference stays at the start
+    assert tiny_archer(tmp_path / "plain", str(tmp_path / "cache"), *ARCHER_TINY).algorithm.reference is None
+
+
 def test_replay_v_targets_use_the_stored_actions_without_generating(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

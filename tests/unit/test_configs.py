@@ -79,8 +79,15 @@ def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> 
         ("algorithm.actor_samples_per_state=0", "algorithm.actor_samples_per_state"),
         ("algorithm.actor_samples_per_state=5", "algorithm.actor_samples_per_state"),  # does not divide 64
         ("algorithm.q_target_mc_weight=1.5", "algorithm.q_target_mc_weight"),
+        ("algorithm.kl_coeff=-1", "algorithm.kl_coeff"),
     ],
 )
 def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         compose_run("archer_20q", [override])
+
+
+@pytest.mark.parametrize("name", ["archer_baseline_20q", "archer_ppo_20q"])
+def test_variants_with_their_own_actor_refuse_archers_kl_penalty(name: str) -> None:
+    with pytest.raises(ConfigError, match=r"algorithm\.kl_coeff"):
+        compose_run(name, ["algorithm.kl_coeff=0.1"])

@@ -173,6 +173,21 @@ def test_group_baseline_advantages_subtract_each_states_mean_q():
         losses.group_baseline_advantages(q, 4)
 
 
+def test_kl_penalised_reinforce_loss_value_and_gradient():
+    adv, logp, ref = _leaf([1.0, -1.0]), _leaf([-2.0, -3.0]), _leaf([-2.5, -2.0])
+    loss = losses.kl_penalised_reinforce_loss(adv, logp, ref, kl_coeff=0.2)
+    # log ratios (0.5, -1) -> penalised advantages (1 - 0.1, -1 + 0.2) = (0.9, -0.8);
+    # loss = -mean(0.9 * -2, -0.8 * -3) = -mean(-1.8, 2.4) = -0.3.
+    _close(loss, -0.3)
+    loss.backward()
+    _close(logp.grad, torch.tensor([-0.45, 0.4]))  # -penalised / B
+    assert adv.grad is None and ref.grad is None  # advantages and the penalty are constants
+    plain = losses.reinforce_loss(torch.tensor([1.0, -1.0]), torch.tensor([-2.0, -3.0]))
+    _close(losses.kl_penalised_reinforce_loss(adv, logp, ref, kl_coeff=0.0), plain.item())
+    with pytest.raises(ValueError, match=">= 0"):
+        losses.kl_penalised_reinforce_loss(adv, logp, ref, kl_coeff=-0.1)
+
+
 def test_reinforce_loss_value_and_gradient():
     adv, logp = _leaf([2.0, -1.0]), _leaf([-1.0, -3.0])
     loss = losses.reinforce_loss(adv, logp)
