@@ -1183,6 +1183,9 @@ class RunConfig:
                 "prefill_buffer_from_data",
                 "is for online algorithms (offline ones train on data)",
             )
+        if isinstance(self.algorithm, ArcherConfig) and self.algorithm.kl_coeff > 0:
+            # Its reference policy is a deep copy of the policy, which has not been made to work on a sharded one.
+            _check(self.model.policy.shard == "none", "algorithm.kl_coeff", "> 0 is not supported with shard=fsdp")
         if self.pretrain is not None:
             _check(self.algorithm.online, "pretrain", "is for online algorithms; offline runs train from data already")
             self.pretrain.validate()

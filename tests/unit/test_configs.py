@@ -80,11 +80,12 @@ def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> 
         ("algorithm.actor_samples_per_state=5", "algorithm.actor_samples_per_state"),  # does not divide 64
         ("algorithm.q_target_mc_weight=1.5", "algorithm.q_target_mc_weight"),
         ("algorithm.kl_coeff=-1", "algorithm.kl_coeff"),
+        ("algorithm.kl_coeff=0.1 model.policy.shard=fsdp", "algorithm.kl_coeff"),
     ],
 )
 def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        compose_run("archer_20q", [override])
+        compose_run("archer_20q", override.split())
 
 
 @pytest.mark.parametrize("name", ["archer_baseline_20q", "archer_ppo_20q"])
