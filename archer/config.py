@@ -177,7 +177,9 @@ class CriticConfig:
         freeze_encoder: train the Q and V heads only; the encoder keeps its loaded weights (the target critic shares
             it), runs without dropout, and each text's vector is computed once and kept (see
             ``embedding_cache_size``), so a critic step after the first sight of its texts costs only the heads.
-            Not in the reference, which fine-tuned RoBERTa; off by default.
+            The kept vectors are not checkpointed: a resumed run encodes its texts again, in other batches, so it
+            matches an uninterrupted run to float rounding, not bit for bit. Not in the reference, which
+            fine-tuned RoBERTa; off by default.
         embedding_cache_size: with ``freeze_encoder``, how many text vectors are kept (least recently used dropped
             first); 100,000 vectors of width 768 take 0.3 GB.
     """
