@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
+from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from archer.config import ConfigError, RunConfig
+from archer.config import ConfigError, RunConfig, register_configs
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,15 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     if not isinstance(run_cfg, RunConfig):
         raise ConfigError("the composed config is not a RunConfig: its defaults list must start with base_run")
     return run_cfg
+
+
+def compose_run_config(config_dir: str | Path, config_name: str, overrides: Sequence[str]) -> RunConfig:
+    """Compose ``<config_dir>/<config_name>.yaml`` with Hydra's compose API, as ``scripts/run.py`` composes it
+    (command-line ``overrides`` included), into a validated ``RunConfig``; for scripts and tests that build a run
+    without ``@hydra.main``."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(Path(config_dir).resolve())):
+        return to_run_config(compose(config_name, overrides=list(overrides)))
 
 
 def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:

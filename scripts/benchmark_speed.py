@@ -60,10 +60,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
 
-from archer.cli import to_run_config
-from archer.config import RunConfig, register_configs
+from archer.cli import compose_run_config
+from archer.config import RunConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory
 from archer.models.policy import LanguagePolicy
@@ -78,16 +77,13 @@ log = logging.getLogger("benchmark_speed")
 # ---- configuration --------------------------------------------------------------------------------------------
 
 
-def compose_run_config(config_name: str, overrides: Sequence[str], run_dir: Path) -> RunConfig:
+def fresh_run_config(config_name: str, overrides: Sequence[str], run_dir: Path) -> RunConfig:
     """Compose ``scripts/config/<config_name>.yaml`` with ``overrides`` into a validated ``RunConfig``.
 
     The run folder is set to ``run_dir`` and ``resume`` to false (after ``overrides``, so they win), so the
     benchmark always starts afresh.
     """
-    register_configs()
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
-        cfg = compose(config_name, overrides=[*overrides, f"run_dir={run_dir}", "resume=false"])
-    return to_run_config(cfg)
+    return compose_run_config(CONFIG_DIR, config_name, [*overrides, f"run_dir={run_dir}", "resume=false"])
 
 
 # ---- timing helpers -------------------------------------------------------------------------------------------
@@ -620,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if not args.no_training:
         with tempfile.TemporaryDirectory(prefix="benchmark_speed_") as scratch:
             run_dir = args.run_dir if args.run_dir is not None else Path(scratch) / "run"
-            cfg = compose_run_config(args.config_name, args.overrides, run_dir)
+            cfg = fresh_run_config(args.config_name, args.overrides, run_dir)
             figures["training"] = benchmark_training(cfg, run_dir, args.iterations, args.warmup_iterations)
     # Before the buffer section, so the peak is the training run's.
     figures["memory"] = peak_memory()

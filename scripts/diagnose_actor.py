@@ -27,12 +27,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
 
 from archer.algorithms.base import clip_and_step
 from archer.algorithms.losses import reinforce_loss
-from archer.cli import to_run_config
-from archer.config import register_configs
+from archer.cli import compose_run_config
 from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory, discounted_returns
 
@@ -98,9 +96,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
     parser.add_argument("--json", type=Path, default=None, help="also write the per-iteration records here")
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
-        cfg = to_run_config(compose(args.config_name, overrides=list(overrides)))
+    cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
     from archer.trainer import Trainer
 
     algo = cfg.algorithm

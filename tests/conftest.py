@@ -8,10 +8,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from archer.cli import to_run_config
-from archer.config import CriticConfig, EmbeddedModelConfig, PolicyConfig, RunConfig, register_configs
+from archer.cli import compose_run_config
+from archer.config import CriticConfig, EmbeddedModelConfig, PolicyConfig, RunConfig
 
 # ---------------------------------------------------------------------------------------------------------------
 # Tiny language models (archer.models): built from configs with a tokenizer trained on TINY_CORPUS, no hub.
@@ -78,10 +77,7 @@ TINY_RUN_OVERRIDES = [
 
 def compose_run(name: str, overrides: list[str] | None = None) -> RunConfig:
     """Compose ``scripts/config/<name>.yaml`` with ``overrides`` and convert it to a validated ``RunConfig``."""
-    register_configs()
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
-        cfg = compose(name, overrides=["run_dir=unused", *(overrides or [])])
-    return to_run_config(cfg)
+    return compose_run_config(CONFIG_DIR, name, ["run_dir=unused", *(overrides or [])])
 
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[1] / "scripts"

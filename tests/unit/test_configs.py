@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hydra.errors import ConfigCompositionException
 
+from archer.cli import compose_run_config
 from archer.config import ConfigError, RunConfig
 from tests.conftest import CONFIG_DIR, compose_run
 
@@ -43,6 +44,16 @@ def test_shipped_yaml_has_no_absolute_paths_or_secrets() -> None:
 def test_unknown_key_is_named() -> None:
     with pytest.raises(ConfigCompositionException, match="algorithm.not_a_key"):
         compose_run("bc_20q", ["algorithm.not_a_key=1"])
+
+
+def test_scripts_compose_a_relative_config_folder_with_overrides_as_run_py_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(CONFIG_DIR.parent)  # Hydra wants an absolute folder: the relative one must be resolved
+    cfg = compose_run_config("config", "archer_20q", ["run_dir=unused", "algorithm.kl_coeff=0.5"])
+    assert isinstance(cfg, RunConfig) and cfg.algorithm.kl_coeff == 0.5 and cfg.run_dir == "unused"
+    with pytest.raises(ConfigCompositionException, match="algorithm.kl_coef"):
+        compose_run_config("config", "archer_20q", ["run_dir=unused", "algorithm.kl_coef=0.5"])
 
 
 def test_wrong_type_names_the_key() -> None:

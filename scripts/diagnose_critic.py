@@ -1,0 +1,128 @@
+"""Check a critic configuration offline: can it rank the starting policy's moves on games it has not seen?
+
+Usage (from ``scripts/``; Hydra overrides of the run config go after the options)::
+
+    python diagnose_critic.py --config-name archer_20q --games 400 --steps 1000 model.policy.temperature=0.7 \\
+        model.critic.name_or_path=policy model.critic.pooling=last model.critic.q_input=joint \\
+        model.critic.freeze_encoder=true algorithm.critic_lr=1e-3
+
+The run config is composed as ``run.py`` composes it and a ``Trainer`` is built (its starting policy and its
+configured critic). The sampling policy plays ``--games`` games; the critic is then fitted on the moves of all but
+the last ``--holdout`` of them, its twin Q heads to each move's discounted return and its twin V heads to the same
+return at the move's state, with Adam at ``algorithm.critic_lr`` on batches of ``algorithm.critic_batch_size``,
+its gradient clipped to ``algorithm.max_grad_norm``. Every ``--eval-every`` steps the held-out games are scored as an
+online run scores each iteration's new games (``critic/advantage_return_corr``, ``critic/value_return_corr``), with
+the fitting throughput.
+
+Regressing on observed returns leaves out bootstrapping, so the check measures what the critic's inputs and encoder
+let it learn from this much play: a critic whose held-out advantages do not correlate with the observed ones here
+gives an online actor noise (see ``diagnose_actor.py`` for the actor's side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from archer.algorithms.base import clip_and_step
+from archer.cli import compose_run_config
+from archer.config import ArcherConfig
+from archer.data.rollout import collect_trajectories
+from archer.data.trajectory import Trajectory, discounted_returns
+from archer.models.critic import CriticOutput
+
+log = logging.getLogger("diagnose_critic")
+CONFIG_DIR = Path(__file__).resolve().parent / "config"
+
+
+def moves_with_returns(games: Sequence[Trajectory], gamma: float) -> list[tuple[str, str, float]]:
+    """Every move of ``games`` as ``(observation, action, G_t)``, G_t the discounted return that followed it."""
+    return [
+        (game.observations[turn], game.actions[turn], ret)
+        for game in games
+        for turn, ret in enumerate(discounted_returns(game.rewards, gamma))
+    ]
+
+
+def monte_carlo_critic_loss(out: CriticOutput, returns: torch.Tensor) -> torch.Tensor:
+    """Sum over the four heads (q1, q2, v1, v2) of the mean squared error to the observed returns."""
+    return sum(((head - returns) ** 2).mean() for head in (out.q1, out.q2, out.v1, out.v2))
+
+
+def fit_critic_on_returns(
+    trainer: Any, games: Sequence[Trajectory], holdout: int, steps: int, eval_every: int
+) -> list[dict[str, float]]:
+    """Fit ``trainer``'s critic on all but the last ``holdout`` of ``games`` and score it on those (module docstring).
+
+    Returns one record per evaluation, step 0 being the untrained critic's.
+    """
+    if not 0 < holdout < len(games):
+        raise ValueError(f"--holdout must be between 1 and the number of games - 1 ({len(games) - 1}), got {holdout}")
+    algo = trainer.cfg.algorithm
+    critic = trainer.algorithm.critic
+    fit_games, held_out = games[:-holdout], games[-holdout:]
+    moves = moves_with_returns(fit_games, algo.gamma)
+    optimizer = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=algo.critic_lr)
+    rng = np.random.default_rng(trainer.cfg.seed)
+
+    def evaluate(step: int, fitted: int, seconds: float) -> dict[str, float]:
+        critic.eval()
+        record = {"step": step, **trainer.algorithm.advantage_check(held_out)}
+        critic.train()
+        if step:
+            record["samples_per_s"] = fitted / seconds
+        log.info("step %d: %s", step, " ".join(f"{k}={v:.3f}" for k, v in record.items() if k != "step"))
+        return record
+
+    records = [evaluate(0, 0, 0.0)]
+    fitted, seconds = 0, 0.0
+    critic.train()
+    for step in range(1, steps + 1):
+        start = time.perf_counter()
+        picked = [moves[i] for i in rng.choice(len(moves), algo.critic_batch_size)]
+        for first in range(0, len(picked), algo.critic_micro_batch_size):
+            chunk = picked[first : first + algo.critic_micro_batch_size]
+            out = critic([m[0] for m in chunk], [m[1] for m in chunk])
+            returns = torch.tensor([m[2] for m in chunk], dtype=out.q1.dtype, device=out.q1.device)
+            trainer.accelerator.backward(monte_carlo_critic_loss(out, returns) * len(chunk) / len(picked))
+        clip_and_step(trainer.accelerator, optimizer, critic.parameters(), algo.max_grad_norm)
+        fitted, seconds = fitted + len(picked), seconds + time.perf_counter() - start
+        if step % eval_every == 0 or step == steps:
+            records.append(evaluate(step, fitted, seconds))
+    return records
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config-name", default="archer_20q", help="top-level file of scripts/config")
+    parser.add_argument("--games", type=int, default=400, help="games the sampling policy plays (400)")
+    parser.add_argument("--holdout", type=int, default=100, help="of those, the last N are only scored (100)")
+    parser.add_argument("--steps", type=int, default=1000, help="critic steps on the other games' moves (1000)")
+    parser.add_argument("--eval-every", type=int, default=100, help="score the held-out games every N steps (100)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the records here")
+    args, overrides = parser.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
+    from archer.trainer import Trainer
+
+    if not isinstance(cfg.algorithm, ArcherConfig):
+        parser.error(f"--config-name {args.config_name}: needs an online utterance-level critic (archer_*, chai_*)")
+    trainer = Trainer(cfg)
+    games = collect_trajectories(trainer.env, trainer.algorithm.rollout_actor(greedy=False), args.games)
+    records = fit_critic_on_returns(trainer, games, args.holdout, args.steps, args.eval_every)
+    if args.json is not None:
+        args.json.write_text(json.dumps(records, indent=1))
+    return records
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

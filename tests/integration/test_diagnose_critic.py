@@ -1,0 +1,71 @@
+"""scripts/diagnose_critic.py: returns and loss by hand; a tiny run fits the critic and scores held-out games."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from archer.data.trajectory import Trajectory
+from archer.models.critic import CriticOutput
+from archer.trainer import Trainer
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_script
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def diagnose() -> ModuleType:
+    return load_script("diagnose_critic.py")
+
+
+def test_moves_carry_the_discounted_return_that_followed(diagnose: ModuleType) -> None:
+    # gamma 0.5. Game A: rewards -1, 0 -> returns -1, 0. Game B: rewards -1, -1, -1 -> -1.75, -1.5, -1.
+    won = Trajectory(["a0", "a1", "a2"], ["x0", "x1"], [-1.0, 0.0], terminated=True)
+    lost = Trajectory(["b0", "b1", "b2", "b3"], ["y0", "y1", "y2"], [-1.0, -1.0, -1.0], truncated=True)
+    assert diagnose.moves_with_returns([won, lost], gamma=0.5) == [
+        ("a0", "x0", -1.0), ("a1", "x1", 0.0), ("b0", "y0", -1.75), ("b1", "y1", -1.5), ("b2", "y2", -1.0),
+    ]  # fmt: skip
+
+
+def test_the_loss_sums_each_heads_mean_squared_error(diagnose: ModuleType) -> None:
+    # returns (1, 3). q1 = (0, 3): (1 + 0) / 2 = 0.5; q2 = (1, 1): (0 + 4) / 2 = 2; v1 = (2, 3): 0.5; v2 = (1, 3): 0.
+    heads = {"q1": [0.0, 3.0], "q2": [1.0, 1.0], "v1": [2.0, 3.0], "v2": [1.0, 3.0]}
+    out = CriticOutput(**{name: torch.tensor(values) for name, values in heads.items()})
+    assert diagnose.monte_carlo_critic_loss(out, torch.tensor([1.0, 3.0])).item() == pytest.approx(3.0)
+
+
+def test_a_tiny_run_fits_the_critic_and_scores_the_held_out_games(diagnose: ModuleType, tmp_path: Path) -> None:
+    out = tmp_path / "records.json"
+    overrides = [
+        *TINY_RUN_OVERRIDES,
+        f"cache_dir={tmp_path / 'cache'}",
+        "pretrain=null",
+        "algorithm.critic_batch_size=4",
+        "algorithm.critic_micro_batch_size=2",
+    ]
+    args = ["--games", "6", "--holdout", "2", "--steps", "2", "--eval-every", "1"]
+    records = diagnose.main([*args, "--json", str(out), *overrides, f"run_dir={tmp_path / 'run'}"])
+    assert [r["step"] for r in records] == [0, 1, 2]
+    assert all(r["samples_per_s"] > 0 for r in records[1:])
+    assert json.loads(out.read_text()) == records
+
+    # Every critic parameter moves; the policy is never touched.
+    trainer = Trainer(compose_run("archer_20q", [*overrides, f"run_dir={tmp_path / 'run2'}"]))
+    games = diagnose.collect_trajectories(trainer.env, trainer.algorithm.rollout_actor(greedy=False), 4)
+    policy_before = {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters()}
+    critic_before = {n: p.detach().clone() for n, p in trainer.algorithm.critic.named_parameters()}
+    diagnose.fit_critic_on_returns(trainer, games, holdout=1, steps=1, eval_every=1)
+    moved = [not torch.equal(critic_before[n], p) for n, p in trainer.algorithm.critic.named_parameters()]
+    assert sum(moved) / len(moved) > 0.9
+    assert all(torch.equal(policy_before[n], p) for n, p in trainer.policy.model.named_parameters())
+    with pytest.raises(ValueError, match="--holdout"):
+        diagnose.fit_critic_on_returns(trainer, games, holdout=4, steps=1, eval_every=1)
+
+
+def test_configs_without_an_utterance_critic_are_refused(diagnose: ModuleType, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        diagnose.main(["--config-name", "offline_bc_20q", f"run_dir={tmp_path}", *TINY_RUN_OVERRIDES])
