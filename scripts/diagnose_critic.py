@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from archer.algorithms.base import clip_and_step
 from archer.cli import compose_run_config
@@ -86,7 +87,7 @@ def fit_critic_on_returns(
     records = [evaluate(0, 0, 0.0)]
     fitted, seconds = 0, 0.0
     critic.train()
-    for step in range(1, steps + 1):
+    for step in tqdm(range(1, steps + 1), desc="critic fit", unit="step"):
         start = time.perf_counter()
         picked = [moves[i] for i in rng.choice(len(moves), algo.critic_batch_size)]
         for first in range(0, len(picked), algo.critic_micro_batch_size):
@@ -111,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
     parser.add_argument("--json", type=Path, default=None, help="also write the records here")
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if not 0 < args.holdout < args.games:
+        parser.error(f"--holdout must be between 1 and --games - 1 ({args.games - 1}), got {args.holdout}")
     cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
     from archer.trainer import Trainer
 

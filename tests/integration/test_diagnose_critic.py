@@ -66,6 +66,12 @@ def test_a_tiny_run_fits_the_critic_and_scores_the_held_out_games(diagnose: Modu
         diagnose.fit_critic_on_returns(trainer, games, holdout=4, steps=1, eval_every=1)
 
 
-def test_configs_without_an_utterance_critic_are_refused(diagnose: ModuleType, tmp_path: Path) -> None:
+def test_configs_without_an_utterance_critic_and_an_empty_holdout_are_refused(
+    diagnose: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         diagnose.main(["--config-name", "offline_bc_20q", f"run_dir={tmp_path}", *TINY_RUN_OVERRIDES])
+    assert "needs an online utterance-level critic" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        diagnose.main(["--games", "5", "--holdout", "5", f"run_dir={tmp_path}", *TINY_RUN_OVERRIDES])
+    assert "--holdout must be between 1 and --games - 1 (4), got 5" in capsys.readouterr().err
