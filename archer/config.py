@@ -18,6 +18,7 @@ from omegaconf import MISSING
 DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler", "last")
 Q_INPUTS = ("separate", "joint")
+HISTORY_READINGS = ("text", "turns")
 #: ``model.critic.name_or_path`` value that loads the critic's encoder from the run's starting policy.
 POLICY_BODY = "policy"
 V_TARGET_ACTIONS = ("sample", "replay")
@@ -154,6 +155,31 @@ class PolicyConfig:
 
 
 @dataclass
+class TurnReaderConfig:
+    """The transformer that reads a history turn by turn (``model.critic.history: turns``).
+
+    Attributes:
+        separator: what ends a line (a turn) in the environment's observations.
+        max_turns: how many of a history's last lines are read; older ones are dropped.
+        n_layer: transformer layers over the line vectors.
+        n_embd: width of the line vectors inside the transformer; the Q and V heads read vectors of this width.
+        n_head: attention heads (must divide ``n_embd``).
+    """
+
+    separator: str = "\n"
+    max_turns: int = 32
+    n_layer: int = 2
+    n_embd: int = 64
+    n_head: int = 4
+
+    def validate(self, prefix: str) -> None:
+        _check(len(self.separator) > 0, f"{prefix}.separator", "must not be empty")
+        for name in ("max_turns", "n_layer", "n_embd", "n_head"):
+            _check(getattr(self, name) > 0, f"{prefix}.{name}", "must be positive")
+        _check(self.n_embd % self.n_head == 0, f"{prefix}.n_head", f"must divide n_embd={self.n_embd}")
+
+
+@dataclass
 class CriticConfig:
     """The utterance-level critic: a text encoder with twin Q heads and twin V heads, plus a target copy.
 
@@ -178,10 +204,18 @@ class CriticConfig:
             it), runs without dropout, and each text's vector is computed once and kept (see
             ``embedding_cache_size``), so a critic step after the first sight of its texts costs only the heads.
             The kept vectors are not checkpointed: a resumed run encodes its texts again, in other batches, so it
-            matches an uninterrupted run to float rounding, not bit for bit. Not in the reference, which
+            matches an uninterrupted run to float rounding, not bit for bit (exactly with ``history: turns``, which
+            encodes each line in a batch of its own). Not in the reference, which
             fine-tuned RoBERTa; off by default.
         embedding_cache_size: with ``freeze_encoder``, how many text vectors are kept (least recently used dropped
             first); 100,000 vectors of width 768 take 0.3 GB.
+        history: how a text (an observation, or an observation followed by the action with ``q_input: joint``)
+            becomes the vector the heads read. ``text`` (the reference): the encoder reads it whole. ``turns``: the
+            encoder reads each line apart and a small transformer (``turns``) reads the line vectors, so equal
+            lines, such as a question asked twice, have equal vectors; with ``freeze_encoder`` each distinct line is
+            encoded once for the whole run and a critic step costs only the small transformer and the heads. Not
+            in the reference; ``text`` by default.
+        turns: size of that transformer, and the line separator.
     """
 
     name_or_path: str = "embedded"
@@ -193,6 +227,8 @@ class CriticConfig:
     q_input: str = "separate"
     freeze_encoder: bool = False
     embedding_cache_size: int = 100_000
+    history: str = "text"
+    turns: TurnReaderConfig = field(default_factory=TurnReaderConfig)
 
     def validate(self, prefix: str = "model.critic") -> None:
         _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
@@ -203,6 +239,8 @@ class CriticConfig:
         _check(self.head_hidden_dim is None or self.head_hidden_dim > 0, f"{prefix}.head_hidden_dim", "> 0 or null")
         _check(self.max_tokens > 0, f"{prefix}.max_tokens", "must be positive")
         _check(self.embedding_cache_size > 0, f"{prefix}.embedding_cache_size", "must be positive")
+        _check_choice(self.history, f"{prefix}.history", HISTORY_READINGS)
+        self.turns.validate(f"{prefix}.turns")
         if self.name_or_path == POLICY_BODY:
             # A causal body's first token has seen nothing else; its pooler (if any) is untrained.
             _check(

@@ -305,7 +305,8 @@ class Trainer:
         save_policy(self.policy.model, self.policy.tokenizer, self.run_dir / POLICY_FOLDER, weights=weights)
         critic = getattr(self.algorithm, "critic", None)
         if critic is not None:
-            save_policy(critic.encoder.encoder, critic.encoder.tokenizer, self.run_dir / CRITIC_ENCODER_FOLDER)
+            encoder = critic.text_encoder
+            save_policy(encoder.encoder, encoder.tokenizer, self.run_dir / CRITIC_ENCODER_FOLDER)
 
     def _resume(self) -> None:
         state = load_checkpoint(self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint)

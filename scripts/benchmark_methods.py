@@ -9,7 +9,8 @@ What makes the comparison fair:
 
 - every run uses the reference config's (``archer_20q``) environment, models, evaluation games, pretraining data
   and ``pretrain`` settings, applied as overrides where a method's shipped config differs, so all online methods
-  start from one cached behaviour-cloning policy (built once, before the runs);
+  start from one cached behaviour-cloning policy (built once, before the runs) and critics of one design; offline
+  runs take the reference's policy model but keep their own critic;
 - online methods play the same number of environment games (``--trajectories``) and are evaluated after the same
   numbers of games (``--eval-every``); algorithm hyperparameters stay those of each method's shipped config;
 - offline methods train on the same fixed dataset (``data``: scripted games) for the same number of gradient
@@ -61,7 +62,7 @@ CONFIG_DIR = SCRIPTS / "config"
 RUN_PY = SCRIPTS / "run.py"
 
 ONLINE = ("archer_20q", "chai_20q", "online_filteredbc_20q")
-ONLINE_EXTRA = ("archer_baseline_20q", "archer_ppo_20q", "ppo_20q")
+ONLINE_EXTRA = ("archer_20q_plain", "archer_baseline_20q", "archer_ppo_20q", "ppo_20q")
 OFFLINE = ("offline_archer_20q", "offline_filteredbc_20q", "offline_bc_20q")
 OFFLINE_EXTRA = ("iql_reinforce_20q",)
 KNOWN = (*ONLINE, *ONLINE_EXTRA, *OFFLINE, *OFFLINE_EXTRA)
@@ -73,9 +74,11 @@ ORDERINGS = (
     ("offline", "offline_filteredbc_20q", "offline_bc_20q"),
 )
 ENV = "env=twenty_questions_subset"  # the paper's 10-word subset, for every run
-# Config sections every run takes from the reference config; offline runs have no `pretrain`. The evaluation's
-# schedule is the benchmark's; its games (and the rest of `eval`, part of the cached pretraining's key) are shared.
-SHARED = {"online": ("env", "model", "data", "eval", "pretrain"), "offline": ("env", "model", "data", "eval")}
+# Config sections every run takes from the reference config; offline runs have no `pretrain`, and keep their own
+# critic (the reference's may be read from its pretrained policy's body, which an offline run starts without). The
+# evaluation's schedule is the benchmark's; its games (and the rest of `eval`, part of the cached pretraining's key)
+# are shared.
+SHARED = {"online": ("env", "model", "data", "eval", "pretrain"), "offline": ("env", "model.policy", "data", "eval")}
 NOT_SHARED = ("eval.every_iters",)
 SIDECAR = "benchmark_run.json"
 METRICS = "metrics.jsonl"
@@ -146,8 +149,8 @@ def shared_overrides(method_cfg: DictConfig, reference_cfg: DictConfig, sections
     """Overrides that give ``method_cfg`` the reference's values in ``sections`` (only where they differ)."""
     overrides = []
     for section in sections:
-        ours = flatten(OmegaConf.to_container(method_cfg[section], resolve=True), section)
-        theirs = flatten(OmegaConf.to_container(reference_cfg[section], resolve=True), section)
+        ours = flatten(OmegaConf.to_container(OmegaConf.select(method_cfg, section), resolve=True), section)
+        theirs = flatten(OmegaConf.to_container(OmegaConf.select(reference_cfg, section), resolve=True), section)
         if ours.keys() != theirs.keys():
             raise SystemExit(f"{section}: the method's and the reference's configs have different keys; cannot share")
         overrides += [f"{k}={override_value(v)}" for k, v in theirs.items() if v != ours[k] and k not in NOT_SHARED]

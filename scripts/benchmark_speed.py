@@ -169,7 +169,7 @@ class ArithmeticMeter:
         for name in ("critic", "target_critic"):
             critic = getattr(trainer.algorithm, name, None)
             if critic is not None:
-                modules += [critic.encoder.encoder, critic.q1, critic.q2, critic.v1, critic.v2]
+                modules += [critic.encoder, critic.q1, critic.q2, critic.v1, critic.v2]
 
         def pre_forward(module: torch.nn.Module, args: Any) -> None:
             if self._depth == 0:

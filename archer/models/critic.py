@@ -2,7 +2,8 @@
 
 Observation and action are encoded separately by the same encoder and their vectors concatenated for the Q
 heads, as in both reference repositories. Head sizes are read from the encoder's config rather than fixed at 768,
-so any encoder width works.
+so any encoder width works. With ``history: turns`` the encoder reads each line of a text apart and a small
+transformer over the line vectors (``turn_encoder.TurnEncoder``) gives the vector the heads read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from archer.config import POOLINGS, Q_INPUTS, CriticConfig
 from archer.models.loading import load_critic_encoder
+from archer.models.turn_encoder import TurnEncoder
 
 
 class TextEncoder(nn.Module):
@@ -32,6 +34,10 @@ class TextEncoder(nn.Module):
         frozen: the encoder is never trained: no gradient, always in eval mode, and each text's vector is computed
             once and kept for later calls (valid because the weights never change; loading a state dict clears it).
         cache_size: with ``frozen``, at most this many vectors are kept, the least recently used dropped first.
+        encode_singly: with ``frozen``, encode each new text in a batch of its own, so that its kept vector does not
+            depend on which texts it was first encoded with (padding and batch shape change float rounding) and a
+            resumed run, which starts with nothing kept, reproduces an uninterrupted one bit for bit. Meant for short
+            texts (the lines a ``TurnEncoder`` reads).
 
     Raises:
         ValueError: unknown ``pooling``.
@@ -45,6 +51,7 @@ class TextEncoder(nn.Module):
         max_tokens: int,
         frozen: bool = False,
         cache_size: int = 100_000,
+        encode_singly: bool = False,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
@@ -57,6 +64,7 @@ class TextEncoder(nn.Module):
         tokenizer.truncation_side = "left"
         self.frozen = frozen
         self.cache_size = cache_size
+        self.encode_singly = encode_singly
         self._cache: OrderedDict[str, torch.Tensor] = OrderedDict()
         if frozen:
             encoder.requires_grad_(False)
@@ -81,8 +89,11 @@ class TextEncoder(nn.Module):
         missing = [text for text in dict.fromkeys(texts) if text not in self._cache]
         if missing:
             with torch.no_grad():
-                # Contiguous: a kept row must not hold the whole batch's hidden states alive.
-                vectors = self._encode(missing).contiguous()
+                if self.encode_singly:
+                    vectors = torch.cat([self._encode([text]) for text in missing])
+                else:
+                    # Contiguous: a kept row must not hold the whole batch's hidden states alive.
+                    vectors = self._encode(missing).contiguous()
             self._cache.update(zip(missing, vectors, strict=True))
         for text in texts:
             self._cache.move_to_end(text)
@@ -146,12 +157,14 @@ class DoubleCritic(nn.Module):
     reference.
 
     Args:
-        encoder: maps texts to (B, H) vectors.
+        encoder: maps texts to (B, H) vectors: a ``TextEncoder``, or a ``TurnEncoder`` reading them line by line.
         head_hidden_dim: width D of the heads; ``None`` uses the encoder's hidden size H.
         q_input: ``separate`` or ``joint``.
     """
 
-    def __init__(self, encoder: TextEncoder, head_hidden_dim: int | None = None, q_input: str = "separate") -> None:
+    def __init__(
+        self, encoder: TextEncoder | TurnEncoder, head_hidden_dim: int | None = None, q_input: str = "separate"
+    ) -> None:
         super().__init__()
         if q_input not in Q_INPUTS:
             raise ValueError(f"model.critic.q_input: unknown {q_input!r}; choose one of {', '.join(Q_INPUTS)}")
@@ -163,6 +176,11 @@ class DoubleCritic(nn.Module):
         self.q2 = _mlp(2 * hidden, width)
         self.v1 = _mlp(hidden, width)
         self.v2 = _mlp(hidden, width)
+
+    @property
+    def text_encoder(self) -> TextEncoder:
+        """The wrapper of the Hugging Face encoder (the line encoder when the history is read turn by turn)."""
+        return getattr(self.encoder, "line_encoder", self.encoder)
 
     def embed(self, texts: list[str]) -> torch.Tensor:
         """Encode B texts into (B, H)."""
@@ -210,20 +228,32 @@ def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[st
     """
     encoder, tokenizer = load_critic_encoder(cfg, cache_dir, corpus)
     text_encoder = TextEncoder(
-        encoder, tokenizer, cfg.pooling, cfg.max_tokens, frozen=cfg.freeze_encoder, cache_size=cfg.embedding_cache_size
+        encoder,
+        tokenizer,
+        cfg.pooling,
+        cfg.max_tokens,
+        frozen=cfg.freeze_encoder,
+        cache_size=cfg.embedding_cache_size,
+        encode_singly=cfg.history == "turns",
     )
-    critic = DoubleCritic(text_encoder, cfg.head_hidden_dim, cfg.q_input)
+    encoder: nn.Module = text_encoder
+    if cfg.history == "turns":
+        reader = cfg.turns
+        encoder = TurnEncoder(
+            text_encoder, reader.separator, reader.max_turns, reader.n_layer, reader.n_embd, reader.n_head
+        )
+    critic = DoubleCritic(encoder, cfg.head_hidden_dim, cfg.q_input)
     return critic.to(getattr(torch, cfg.dtype))
 
 
 def make_target_critic(critic: DoubleCritic) -> DoubleCritic:
     """A full copy of ``critic`` for TD targets: frozen and in eval mode.
 
-    A frozen text encoder is shared rather than copied: Polyak averaging could never move the copy, and sharing
-    keeps one set of weights and one store of computed vectors.
+    A frozen text encoder (the critic's, or the line encoder inside a turn reader) is shared rather than copied:
+    Polyak averaging could never move the copy, and sharing keeps one set of weights and one store of computed
+    vectors.
     """
-    encoder = getattr(critic, "encoder", None)  # any module with the critic's interface can have a target
-    shared = {id(encoder): encoder} if getattr(encoder, "frozen", False) else {}
+    shared = {id(module): module for module in critic.modules() if isinstance(module, TextEncoder) and module.frozen}
     target = copy.deepcopy(critic, memo=shared)
     target.requires_grad_(False)
     return target.eval()

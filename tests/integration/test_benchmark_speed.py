@@ -43,7 +43,8 @@ def test_every_figure_is_present_positive_and_consistent(
         "algorithm.actor_micro_batch_size=4",
     ]
     out = tmp_path / "speed.json"
-    args = ["--config-name", "archer_20q", "--iterations", str(iterations), "--json", str(out)]
+    # The paper's method: every phase generates (archer_20q's critic phase uses stored actions and generates none).
+    args = ["--config-name", "archer_20q_plain", "--iterations", str(iterations), "--json", str(out)]
     args += ["--replay-buffer", "--buffer-transitions", "3000", *overrides]
     figures = bench.main(args)
 

@@ -97,7 +97,7 @@ def launch_accelerate(config: str, num_processes: int, *args: str) -> subprocess
 def test_a_sharded_run_matches_full_copies_and_resumes(tmp_path: Path) -> None:
     def args(run_dir: Path, *extra: str) -> list[str]:
         return [
-            str(ROOT / "scripts" / "run.py"), "--config-name", "archer_20q", *TINY_RUN_OVERRIDES, *ARCHER_TINY,
+            str(ROOT / "scripts" / "run.py"), "--config-name", "archer_20q_plain", *TINY_RUN_OVERRIDES, *ARCHER_TINY,
             f"cache_dir={tmp_path / 'cache'}", f"run_dir={run_dir}", "eval.num_episodes=6",
             "algorithm.num_iterations=2", *extra,
         ]  # fmt: skip

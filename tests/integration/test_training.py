@@ -35,10 +35,16 @@ def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in module.named_parameters()}
 
 
-def changed(before: dict[str, torch.Tensor], module: torch.nn.Module) -> float:
-    """Fraction of parameter tensors that moved."""
+def changed(before: dict[str, torch.Tensor], module: torch.nn.Module, names: set[str] | None = None) -> float:
+    """Fraction of parameter tensors (of ``names``; all by default) that moved."""
     after = dict(module.named_parameters())
-    return sum(not torch.equal(before[n], after[n].detach()) for n in before) / len(before)
+    names = set(before) if names is None else names
+    return sum(not torch.equal(before[n], after[n].detach()) for n in names) / len(names)
+
+
+def trained(module: torch.nn.Module) -> set[str]:
+    """Names of the parameters an optimiser updates (a frozen critic encoder's are left out)."""
+    return {name for name, p in module.named_parameters() if p.requires_grad}
 
 
 def read_records(run_dir: Path) -> list[dict]:
@@ -117,14 +123,34 @@ ARCHER_TINY = [
 ]
 
 
-def test_archer_two_iterations_train_every_network(tmp_path: Path) -> None:
-    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
+# The paper's ArCHer, with none of the switches archer_20q turns on: a fresh encoder reading whole texts, trained.
+PAPER_ARCHER = [
+    "model.critic.name_or_path=embedded",
+    "model.critic.pooling=cls",
+    "model.critic.q_input=separate",
+    "model.critic.freeze_encoder=false",
+    "model.critic.history=text",
+    "model.policy.temperature=1.0",
+    "algorithm.v_target_action=sample",
+    "algorithm.q_target_mc_weight=0.0",
+    "algorithm.actor_samples_per_state=1",
+    "algorithm.kl_coeff=0.0",
+]
+
+
+@pytest.mark.parametrize("variant", [[], PAPER_ARCHER], ids=["archer_20q", "paper"])
+def test_archer_two_iterations_train_every_network(tmp_path: Path, variant: list[str]) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *variant)
     algorithm = trainer.algorithm
     policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
+    frozen = set(critic) - trained(algorithm.critic)
+    assert bool(frozen) == (not variant)  # archer_20q freezes the critic's encoder, the paper trains it
     trainer.fit()
     assert changed(policy, trainer.policy.model) > 0.9
-    assert changed(critic, algorithm.critic) > 0.9
-    assert changed(target, algorithm.target_critic) > 0.9
+    assert changed(critic, algorithm.critic, trained(algorithm.critic)) > 0.9
+    assert changed(target, algorithm.target_critic, trained(algorithm.critic)) > 0.9
+    if frozen:
+        assert changed(critic, algorithm.critic, frozen) == 0.0
     records = read_records(tmp_path / "run")
     assert [r["iteration"] for r in records] == [0, 1, 2]
     assert "actor/pg_loss" not in records[1] and "actor/pg_loss" in records[2]  # one warm-up iteration
@@ -143,7 +169,7 @@ def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path
     batch = trainer.buffer.sample(8, rng)
     algorithm.critic_step(batch, trainer.policy.generate(batch.observations, greedy=False).texts, 1, 0)
     assert changed(policy_before, trainer.policy.model) == 0.0
-    assert changed(critic_before, algorithm.critic) > 0.9
+    assert changed(critic_before, algorithm.critic, trained(algorithm.critic)) > 0.9
     # Polyak: target <- (1 - tau) * target + tau * critic, with tau = 0.1.
     for name, param in algorithm.target_critic.named_parameters():
         expected = 0.9 * target_before[name] + 0.1 * dict(algorithm.critic.named_parameters())[name].detach()
@@ -158,7 +184,12 @@ def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path
 
 
 def test_a_critic_on_the_starting_policys_frozen_body_trains_its_heads_only(tmp_path: Path) -> None:
-    frozen_body = ["model.critic.name_or_path=policy", "model.critic.pooling=last", "model.critic.freeze_encoder=true"]
+    frozen_body = [
+        "model.critic.name_or_path=policy",
+        "model.critic.pooling=last",
+        "model.critic.freeze_encoder=true",
+        "model.critic.history=text",
+    ]
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *frozen_body)
     algorithm = trainer.algorithm
     # The encoder is the pretrained starting policy's transformer, not a fresh encoder.
@@ -173,6 +204,30 @@ def test_a_critic_on_the_starting_policys_frozen_body_trains_its_heads_only(tmp_
     # The policy trained on; the critic's copy of its starting body did not.
     assert not torch.equal(trainer.policy.model.transformer.h[0].mlp.c_fc.weight, encoder["h.0.mlp.c_fc.weight"])
     assert algorithm.target_critic.encoder is algorithm.critic.encoder
+
+
+def test_a_critic_reading_turns_trains_its_reader_and_heads_on_the_frozen_body(tmp_path: Path) -> None:
+    turn_reader = [
+        "model.critic.name_or_path=policy",
+        "model.critic.pooling=last",
+        "model.critic.freeze_encoder=true",
+        "model.critic.q_input=joint",
+        "model.critic.history=turns",
+        "model.critic.turns.n_embd=16",
+        "model.critic.turns.n_head=2",
+    ]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *turn_reader)
+    algorithm = trainer.algorithm
+    critic_before = snapshot(algorithm.critic)
+    target_before = snapshot(algorithm.target_critic)
+    trainer.fit()
+    moved = {n for n, p in algorithm.critic.named_parameters() if not torch.equal(critic_before[n], p.detach())}
+    assert moved == {n for n in critic_before if not n.startswith("encoder.line_encoder.")}
+    assert any(n.startswith("encoder.transformer.") for n in moved)
+    assert changed(target_before, algorithm.target_critic) > 0
+    assert algorithm.target_critic.text_encoder is algorithm.critic.text_encoder
+    # The critic's encoder folder is the body the lines were read with.
+    assert (trainer.run_dir / "critic_encoder" / "config.json").is_file()
 
 
 def test_center_advantages_switch_centres_the_actor_batch(tmp_path: Path) -> None:
@@ -227,7 +282,8 @@ def test_kl_penalty_measures_the_drift_from_a_frozen_copy_of_the_start(tmp_path:
     assert changed(start, trainer.policy.model) > 0.9
     ref_now = dict(reference.model.named_parameters())
     assert all(torch.equal(start[n], ref_now[n]) for n in start)  # the reference stays at the start
-    assert tiny_archer(tmp_path / "plain", str(tmp_path / "cache"), *ARCHER_TINY).algorithm.reference is None
+    plain = tiny_archer(tmp_path / "plain", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.kl_coeff=0.0")
+    assert plain.algorithm.reference is None
 
 
 def test_replay_v_targets_use_the_stored_actions_without_generating(

@@ -1,0 +1,127 @@
+"""TurnEncoder (model.critic.history: turns): line splitting, one encoding per distinct line, padding, gradients."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from archer.config import ConfigError, CriticConfig, TurnReaderConfig
+from archer.models.critic import DoubleCritic, build_critic, make_target_critic, soft_update
+from archer.models.turn_encoder import TurnEncoder
+
+HISTORY = "Questions:\nIs it alive? Yes.\nIs it an animal? No.\n"
+
+
+def turn_critic(cfg: CriticConfig, corpus: list[str], cache_dir: str, **changes: object) -> DoubleCritic:
+    torch.manual_seed(0)
+    turns = TurnReaderConfig(max_turns=3, n_layer=1, n_embd=16, n_head=2)
+    return build_critic(dataclasses.replace(cfg, history="turns", turns=turns, **changes), cache_dir, lambda: corpus)
+
+
+@pytest.fixture
+def critic(tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str) -> DoubleCritic:
+    return turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir).eval()
+
+
+@pytest.fixture
+def frozen_critic(tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str) -> DoubleCritic:
+    return turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir, freeze_encoder=True)
+
+
+def test_lines_are_the_last_max_turns_non_blank_pieces(critic: DoubleCritic) -> None:
+    reader = critic.encoder
+    assert isinstance(reader, TurnEncoder)
+    assert reader.lines(HISTORY) == ["Questions:", "Is it alive? Yes.", "Is it an animal? No."]
+    assert reader.lines("a\nb\n  \nc\nd") == ["b", "c", "d"]  # blank dropped, then the last 3 kept
+    assert reader.lines("") == [] and reader.lines("\n\n") == []
+
+
+def test_heads_read_vectors_of_the_readers_width(critic: DoubleCritic) -> None:
+    assert critic.encoder.hidden_size == 16
+    assert critic.embed([HISTORY, "x"]).shape == (2, 16)
+    assert [m.in_features for m in critic.q1 if isinstance(m, nn.Linear)] == [32, 16, 16]
+    output = critic([HISTORY, ""], ["Is it a dog?", "Is it a cat?"])
+    assert output.q1.shape == output.v2.shape == (2,)
+
+
+def test_each_distinct_line_is_encoded_once_per_call(critic: DoubleCritic, monkeypatch: pytest.MonkeyPatch) -> None:
+    line_encoder = critic.text_encoder
+    seen: list[list[str]] = []
+    encode = line_encoder.forward
+    monkeypatch.setattr(line_encoder, "forward", lambda texts: seen.append(list(texts)) or encode(texts))
+    critic.embed([HISTORY, "Questions:\nIs it alive? Yes.\nIs it alive? Yes.\n"])
+    assert seen == [["Questions:", "Is it alive? Yes.", "Is it an animal? No."]]
+
+
+def test_a_frozen_line_encoder_keeps_the_same_bits_whatever_it_was_encoded_with(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
+) -> None:
+    # Two critics with the same weights meet the line "Is it alive? Yes." in different company, as a resumed run
+    # meets its lines in other batches than the run it continues.
+    first = turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir, freeze_encoder=True)
+    second = turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir, freeze_encoder=True)
+    assert first.text_encoder.encode_singly
+    with torch.no_grad():
+        first.embed([HISTORY])
+        second.embed(["Is it alive? Yes.\nIs it a very, very large metal vehicle with wheels? No.\n"])
+    line = "Is it alive? Yes."
+    assert torch.equal(first.text_encoder._cache[line], second.text_encoder._cache[line])
+
+
+def test_a_texts_vector_depends_on_its_kept_lines_and_their_order_not_on_its_batch(critic: DoubleCritic) -> None:
+    with torch.no_grad():
+        alone = critic.embed(["a\nb\n"])
+        batched = critic.embed(["a\nb\n", "c\nd\ne\n", ""])
+        torch.testing.assert_close(batched[0], alone[0])  # padding to the longer history changes nothing
+        # Lines older than max_turns = 3 are not read.
+        torch.testing.assert_close(critic.embed(["old\nc\nd\ne\n"]), critic.embed(["c\nd\ne\n"]))
+        assert not torch.allclose(critic.embed(["b\na\n"]), alone)  # turns have positions
+        torch.testing.assert_close(critic.embed([""]), critic.embed(["\n \n"]))
+
+
+def test_gradients_reach_the_reader_and_the_line_encoder_unless_frozen(
+    critic: DoubleCritic, frozen_critic: DoubleCritic
+) -> None:
+    for model, encoder_trained in ((critic.train(), True), (frozen_critic, False)):
+        output = model([HISTORY], ["Is it a dog?"])
+        (output.q1 + output.v1).sum().backward()
+        reader = model.encoder
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in reader.project.parameters())
+        assert all(p.grad is not None for p in reader.transformer.parameters())
+        assert reader.summary.grad is not None and reader.summary.grad.abs().sum() > 0
+        # RoBERTa's pooler is unused with cls pooling, so it gets no gradient either way.
+        line_grads = [p.grad is not None for n, p in model.text_encoder.named_parameters() if ".pooler." not in n]
+        assert all(line_grads) if encoder_trained else not any(line_grads)
+
+
+def test_the_target_shares_a_frozen_line_encoder_and_copies_the_reader(frozen_critic: DoubleCritic) -> None:
+    target = make_target_critic(frozen_critic)
+    assert target.text_encoder is frozen_critic.text_encoder
+    assert target.encoder is not frozen_critic.encoder
+    with torch.no_grad():
+        frozen_critic.encoder.project.weight.add_(1.0)
+    soft_update(target, frozen_critic, tau=0.5)
+    torch.testing.assert_close(target.encoder.project.weight, frozen_critic.encoder.project.weight - 0.5)
+
+
+def test_an_unfrozen_target_copies_the_line_encoder_too(critic: DoubleCritic) -> None:
+    assert make_target_critic(critic).text_encoder is not critic.text_encoder
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"history": "lines"}, "model.critic.history"),
+        ({"turns": TurnReaderConfig(n_embd=10, n_head=4)}, "model.critic.turns.n_head"),
+        ({"turns": TurnReaderConfig(separator="")}, "model.critic.turns.separator"),
+        ({"turns": TurnReaderConfig(max_turns=0)}, "model.critic.turns.max_turns"),
+    ],
+)
+def test_bad_turn_reader_settings_name_their_key(
+    tiny_critic_config: CriticConfig, changes: dict[str, object], key: str
+) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        dataclasses.replace(tiny_critic_config, **changes).validate()
