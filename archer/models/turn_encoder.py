@@ -3,8 +3,8 @@
 The reference's critic encodes the whole history as one text, so whether an utterance repeats an earlier turn has to
 be found by the token encoder inside one long sequence. Here the text encoder sees one line at a time (a frozen one
 encodes each distinct line once, whatever history it appears in) and a transformer whose positions are turns relates
-the lines: two equal lines have equal vectors, which makes a repeated question easy to see, and a critic step costs
-a pass over at most ``max_turns`` vectors instead of hundreds of tokens.
+the lines: a question asked twice is two equal vectors in the history, and with a frozen line encoder a critic step
+costs a pass over at most ``max_turns`` vectors instead of hundreds of tokens.
 """
 
 from __future__ import annotations

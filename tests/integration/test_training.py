@@ -206,18 +206,12 @@ def test_a_critic_on_the_starting_policys_frozen_body_trains_its_heads_only(tmp_
     assert algorithm.target_critic.encoder is algorithm.critic.encoder
 
 
-def test_a_critic_reading_turns_trains_its_reader_and_heads_on_the_frozen_body(tmp_path: Path) -> None:
-    turn_reader = [
-        "model.critic.name_or_path=policy",
-        "model.critic.pooling=last",
-        "model.critic.freeze_encoder=true",
-        "model.critic.q_input=joint",
-        "model.critic.history=turns",
-        "model.critic.turns.n_embd=16",
-        "model.critic.turns.n_head=2",
-    ]
-    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *turn_reader)
+def test_archer_20qs_critic_reads_turns_on_the_frozen_body_and_trains_its_reader_and_heads(tmp_path: Path) -> None:
+    small_reader = ["model.critic.turns.n_embd=16", "model.critic.turns.n_head=2"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *small_reader)
     algorithm = trainer.algorithm
+    critic_cfg = trainer.cfg.model.critic
+    assert (critic_cfg.name_or_path, critic_cfg.history, critic_cfg.freeze_encoder) == ("policy", "turns", True)
     critic_before = snapshot(algorithm.critic)
     target_before = snapshot(algorithm.target_critic)
     trainer.fit()
