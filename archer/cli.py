@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, OmegaConf
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from archer.config import ConfigError, RunConfig, register_configs
@@ -39,10 +40,16 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
 def compose_run_config(config_dir: str | Path, config_name: str, overrides: Sequence[str]) -> RunConfig:
     """Compose ``<config_dir>/<config_name>.yaml`` with Hydra's compose API, as ``scripts/run.py`` composes it
     (command-line ``overrides`` included), into a validated ``RunConfig``; for scripts and tests that build a run
-    without ``@hydra.main``."""
+    without ``@hydra.main``. Without a ``run_dir`` override the run folder is the one ``run.py`` would use for the
+    same overrides (relative to the current directory)."""
     register_configs()
     with initialize_config_dir(version_base="1.3", config_dir=str(Path(config_dir).resolve())):
-        return to_run_config(compose(config_name, overrides=list(overrides)))
+        cfg = compose(config_name, overrides=list(overrides), return_hydra_config=True)
+        # ``${hydra:...}`` in run_dir reads the global HydraConfig, which only @hydra.main sets otherwise.
+        HydraConfig.instance().set_config(cfg)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return to_run_config(cfg)
 
 
 def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:

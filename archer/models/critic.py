@@ -205,8 +205,12 @@ class DoubleCritic(nn.Module):
             obs_emb = self.embed(observations)
         if self.q_input == "separate":
             return self.q_from_embeddings(obs_emb, self.embed(actions))
-        # Observations end with their newline, so the action follows the history as the policy wrote it.
-        together = self.embed([obs + action for obs, action in zip(observations, actions, strict=True)])
+        if isinstance(self.encoder, TurnEncoder):
+            # The action is read as one more turn, which has no reply yet.
+            together = self.encoder(observations, actions)
+        else:
+            # Observations end with their newline, so the action follows the history as the policy wrote it.
+            together = self.embed([obs + action for obs, action in zip(observations, actions, strict=True)])
         return self.q_from_embeddings(together, obs_emb)
 
     def v_from_embeddings(self, obs_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -240,7 +244,13 @@ def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[st
     if cfg.history == "turns":
         reader = cfg.turns
         encoder = TurnEncoder(
-            text_encoder, reader.separator, reader.max_turns, reader.n_layer, reader.n_embd, reader.n_head
+            text_encoder,
+            reader.separator,
+            reader.max_turns,
+            reader.n_layer,
+            reader.n_embd,
+            reader.n_head,
+            reader.reply_separator,
         )
     critic = DoubleCritic(encoder, cfg.head_hidden_dim, cfg.q_input)
     return critic.to(getattr(torch, cfg.dtype))

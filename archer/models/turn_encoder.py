@@ -26,6 +26,13 @@ class TurnEncoder(nn.Module):
     learned summary vector is put in front, and after ``n_layer`` bidirectional transformer layers the summary
     position's output is the text's vector. A text with no lines is read as the summary vector alone.
 
+    With ``reply_separator`` (``"? "`` in the question games), a line is read as an utterance and the reply that
+    follows its last ``reply_separator``, encoded apart and projected apart: the history's ``"Is it a dog? No."``
+    then holds exactly the vector of the utterance ``"Is it a dog?"``, so a repeated question is an exact match,
+    and the reply ("No.") is not drowned in the question's words (a sentence encoder puts "Is it a dog? Yes." and
+    "Is it a dog? No." at cosine 0.98). A line without the separator, and an action appended by ``forward``, is an
+    utterance with a learned "no reply" vector.
+
     Args:
         line_encoder: encodes single lines into (N, H) vectors.
         separator: what ends a line in the environment's observations.
@@ -33,6 +40,7 @@ class TurnEncoder(nn.Module):
         n_layer: transformer layers over the line vectors.
         n_embd: width of the line vectors inside the transformer, and of the output.
         n_head: attention heads (must divide ``n_embd``).
+        reply_separator: what divides a line into utterance and reply; ``None`` reads each line whole.
     """
 
     def __init__(
@@ -43,14 +51,21 @@ class TurnEncoder(nn.Module):
         n_layer: int = 2,
         n_embd: int = 64,
         n_head: int = 4,
+        reply_separator: str | None = None,
     ) -> None:
         super().__init__()
         if not separator:
             raise ValueError("model.critic.turns.separator: must not be empty")
+        if reply_separator is not None and not reply_separator.strip():
+            raise ValueError("model.critic.turns.reply_separator: must hold a visible character, or be null")
         self.line_encoder = line_encoder
         self.separator = separator
         self.max_turns = max_turns
+        self.reply_separator = reply_separator
         self.project = nn.Linear(line_encoder.hidden_size, n_embd)
+        if reply_separator is not None:
+            self.project_reply = nn.Linear(line_encoder.hidden_size, n_embd)
+            self.no_reply = nn.Parameter(torch.randn(n_embd) * 0.02)
         self.position = nn.Embedding(max_turns + 1, n_embd)  # position 0 is the summary's
         self.summary = nn.Parameter(torch.randn(n_embd) * 0.02)
         layer = nn.TransformerEncoderLayer(n_embd, n_head, 4 * n_embd, dropout=0.0, batch_first=True)
@@ -67,21 +82,61 @@ class TurnEncoder(nn.Module):
         pieces = [piece for piece in text.split(self.separator) if piece.strip()]
         return pieces[-self.max_turns :]
 
-    def forward(self, texts: list[str]) -> torch.Tensor:
-        """Encode B texts into a (B, n_embd) tensor."""
-        per_text = [self.lines(text) for text in texts]
-        distinct = list(dict.fromkeys(line for lines in per_text for line in lines))
+    def split_reply(self, line: str) -> tuple[str, str | None]:
+        """``(utterance, reply)`` of a history line; the reply is ``None`` without a ``reply_separator`` in it."""
+        if self.reply_separator is None or self.reply_separator not in line:
+            return line, None
+        cut = line.rindex(self.reply_separator)
+        reply = line[cut + len(self.reply_separator) :].strip()
+        if not reply:
+            return line, None
+        return line[:cut] + self.reply_separator.rstrip(), reply
+
+    def forward(self, texts: list[str], actions: list[str] | None = None) -> torch.Tensor:
+        """Encode B texts into a (B, n_embd) tensor.
+
+        Args:
+            texts: B histories.
+            actions: if given, B utterances each read as one more turn after its history, with no reply (the
+                critic's ``q_input: joint``); an action is never split at ``reply_separator``, and a blank one adds
+                no turn.
+        """
+        per_text: list[list[tuple[str, str | None]]] = [
+            [self.split_reply(line) for line in self.lines(text)] for text in texts
+        ]
+        if actions is not None:
+            # A blank action adds no turn, as a blank line adds none to a history.
+            per_text = [
+                (turns + [(action, None)] if action.strip() else turns)[-self.max_turns :]
+                for turns, action in zip(per_text, actions, strict=True)
+            ]
+        utterances = list(dict.fromkeys(u for turns in per_text for u, _ in turns))
+        replies = list(dict.fromkeys(r for turns in per_text for _, r in turns if r is not None))
         device = self.summary.device
-        width = max((len(lines) for lines in per_text), default=0)
+        width = max((len(turns) for turns in per_text), default=0)
         tokens = self.summary.expand(len(texts), 1, -1)  # (B, 1, D)
         padding = torch.zeros(len(texts), 1 + width, dtype=torch.bool, device=device)
-        if distinct:
-            row_of = {line: row for row, line in enumerate(distinct)}
-            line_vectors = self.project(self.line_encoder(distinct).to(self.project.weight.dtype))  # (N, D)
+        if utterances:
+            dtype = self.project.weight.dtype
+            row_of = {u: row for row, u in enumerate(utterances)}
+            utterance_vectors = self.project(self.line_encoder(utterances).to(dtype))  # (N, D)
             index = torch.zeros(len(texts), width, dtype=torch.long, device=device)
-            for i, lines in enumerate(per_text):
-                index[i, : len(lines)] = torch.tensor([row_of[line] for line in lines], device=device)
-                padding[i, 1 + len(lines) :] = True
-            turns = line_vectors[index] + self.position.weight[1 : 1 + width]  # (B, T, D)
-            tokens = torch.cat([tokens, turns], dim=1)
+            for i, turns in enumerate(per_text):
+                index[i, : len(turns)] = torch.tensor([row_of[u] for u, _ in turns], device=device)
+                padding[i, 1 + len(turns) :] = True
+            turn_vectors = utterance_vectors[index]  # (B, T, D)
+            if self.reply_separator is not None:
+                # Row 0 is "no reply"; replies follow in order.
+                reply_rows = {r: row + 1 for row, r in enumerate(replies)}
+                reply_vectors = self.no_reply.unsqueeze(0)
+                if replies:
+                    encoded = self.project_reply(self.line_encoder(replies).to(dtype))
+                    reply_vectors = torch.cat([reply_vectors, encoded])  # (1 + R, D)
+                reply_index = torch.zeros(len(texts), width, dtype=torch.long, device=device)
+                for i, turns in enumerate(per_text):
+                    rows = [0 if r is None else reply_rows[r] for _, r in turns]
+                    reply_index[i, : len(turns)] = torch.tensor(rows, dtype=torch.long, device=device)
+                turn_vectors = turn_vectors + reply_vectors[reply_index]
+            turns_in = turn_vectors + self.position.weight[1 : 1 + width]
+            tokens = torch.cat([tokens, turns_in], dim=1)
         return self.transformer(tokens, src_key_padding_mask=padding)[:, 0]

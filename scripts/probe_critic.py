@@ -1,0 +1,87 @@
+"""Probe a Twenty Questions run's final target critic: does it rank moves as the game does?
+
+Usage (from ``scripts/``; the same config name and overrides as the run, so the same run folder is found)::
+
+    python probe_critic.py --config-name archer_20q seed=1
+    python probe_critic.py --config-name archer_20q --untrained      # the critic before any training, for scale
+
+The run's checkpoint is loaded as a resumed run would load it, and its target critic scores ``--states`` states
+played in the environment (``archer.data.twenty_questions_probe``: a wrong guess just refuted, zero to two
+property questions before it). Printed and, with ``--json``, written: the fraction of states where repeating the
+refuted guess scores below every other guess of a word still possible (``probe/repeat_below_all_wrong``), the
+fraction where the most even splitting question scores above the repeat (``probe/split_above_repeat``), the same
+over every splitting question, and the mean gaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from archer.checkpointing import CHECKPOINT_FILE
+from archer.cli import compose_run_config
+from archer.critic_probe import move_values, probe_critic
+from archer.data.twenty_questions_probe import ProbeState, probe_states
+from archer.envs import make_env, make_oracle
+from archer.envs.twenty_questions import TwentyQuestionsEnv
+from archer.trainer import Trainer
+
+log = logging.getLogger("probe_critic")
+CONFIG_DIR = Path(__file__).resolve().parent / "config"
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config-name", default="archer_20q", help="top-level file of scripts/config")
+    parser.add_argument("--states", type=int, default=100, help="probe states (100)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the probe states (0)")
+    parser.add_argument("--untrained", action="store_true", help="probe the freshly built critic, no checkpoint")
+    parser.add_argument("--online", action="store_true", help="probe the online critic instead of the target")
+    parser.add_argument("--show", type=int, default=0, help="print every move's score at the first N states")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args, overrides = parser.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.states <= 0:
+        parser.error(f"--states must be positive, got {args.states}")
+    cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
+    if not cfg.algorithm.uses_critic:
+        parser.error(f"--config-name {args.config_name}: its algorithm has no utterance critic to probe")
+    env = make_env(cfg.env, seed=args.seed, oracle=make_oracle(cfg.env))
+    if not isinstance(env, TwentyQuestionsEnv):
+        parser.error(f"the probe plays Twenty Questions; {args.config_name} plays {cfg.env.name}")
+    states = probe_states(env, args.states, args.seed)
+
+    if args.untrained:
+        with tempfile.TemporaryDirectory() as folder:
+            trainer = Trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
+            figures = _probe(trainer, states, args.online, args.show)
+    else:
+        run_dir = Path(cfg.run_dir).expanduser().resolve()
+        if not (run_dir / CHECKPOINT_FILE).exists():
+            parser.error(f"no {CHECKPOINT_FILE} in {run_dir}: run the config first (or pass --untrained)")
+        figures = _probe(Trainer(replace(cfg, resume=True), run_dir), states, args.online, args.show)
+    log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=1))
+    return figures
+
+
+def _probe(trainer: Trainer, states: list[ProbeState], online: bool, show: int) -> dict[str, float]:
+    critic = trainer.algorithm.critic if online else trainer.algorithm.target_critic
+    for state in states[:show]:
+        moves = [state.repeat, *state.other_wrong_guesses, *state.splitting_questions]
+        kinds = ["repeat"] + ["guess"] * len(state.other_wrong_guesses) + ["split"] * len(state.splitting_questions)
+        log.info("state (hidden: %s): %s", state.secret, state.observation.replace("\n", " | "))
+        for kind, move, value in zip(kinds, moves, move_values(critic, state.observation, moves), strict=True):
+            log.info("  %7.3f  %-6s %s", value, kind, move)
+    return probe_critic(critic, states)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

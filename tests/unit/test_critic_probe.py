@@ -1,0 +1,92 @@
+"""The Twenty Questions critic probe: states played by the rules, and fractions computed from hand-set scores."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from archer.config import TwentyQuestionsEnvConfig
+from archer.critic_probe import probe_critic
+from archer.data.scripted_questioners import GreedyQuestioner
+from archer.data.twenty_questions_probe import ProbeState, probe_states
+from archer.envs import make_env, make_oracle
+from archer.envs.knowledge_oracle import parse_question
+from archer.envs.oracles import NO, YES
+
+
+@pytest.fixture(scope="module")
+def env():
+    cfg = TwentyQuestionsEnvConfig(name="twenty_questions", words="subset10", batch_size=4)
+    return make_env(cfg, seed=0, oracle=make_oracle(cfg))
+
+
+def history_pairs(observation: str) -> list[tuple[str, str]]:
+    lines = observation.splitlines()[1:]
+    return [(line.rsplit(" ", 1)[0], line.rsplit(" ", 1)[1]) for line in lines]
+
+
+def test_probe_states_follow_the_rules(env) -> None:
+    states = probe_states(env, 30, seed=3)
+    assert len(states) == 30
+    assert probe_states(env, 30, seed=3) == states  # deterministic
+    assert [s.secret for s in states[:10]] == [w.name for w in env.words]  # hidden words in turn
+    knowledge = GreedyQuestioner(words=env.words)
+    by_name = {w.name: w for w in env.words}
+    for state in states:
+        assert state.observation.startswith("Questions:\n")
+        assert state.observation.endswith(f"{state.repeat} {NO}\n")
+        pairs = history_pairs(state.observation)
+        assert 1 <= len(pairs) <= 3
+        # Every answer in the history is the oracle's answer for the hidden word.
+        secret = by_name[state.secret]
+        assert [env.oracle.answer([secret], [q])[0] for q, _ in pairs] == [a for _, a in pairs]
+        possible = {w.name for w in knowledge.candidates(pairs)}
+        assert state.secret in possible
+        guessed = {next(iter(parse_question(g).words)) for g in state.other_wrong_guesses}
+        refuted = next(iter(parse_question(state.repeat).words))
+        assert guessed == possible - {state.secret}
+        assert refuted not in guessed and state.secret not in guessed
+        # Each splitting question gets both answers among the words still possible.
+        for question in state.splitting_questions:
+            answers = {env.oracle.answer([by_name[name]], [question])[0] for name in possible}
+            assert answers == {YES, NO}, question
+
+
+def test_probe_states_refuse_bad_arguments(env) -> None:
+    with pytest.raises(ValueError, match="num_states must be positive"):
+        probe_states(env, 0)
+
+
+class TableCritic(nn.Module):
+    """A critic whose twin Q values are looked up by action text: Q1 from ``q1``, Q2 = Q1 + ``offset``."""
+
+    def __init__(self, q1: dict[str, float], offset: dict[str, float] | None = None) -> None:
+        super().__init__()
+        self.table = q1
+        self.offset = offset or {}
+
+    def q_values(self, observations: list[str], actions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        q1 = torch.tensor([self.table[a] for a in actions])
+        return q1, q1 + torch.tensor([self.offset.get(a, 0.0) for a in actions])
+
+
+def test_probe_fractions_and_gaps_from_hand_set_scores() -> None:
+    first = ProbeState("h1", "dog", "R", ("G1", "G2"), ("S1", "S2"))
+    second = ProbeState("h2", "pen", "R2", ("G3",), ("S3",))
+    # State 1: repeat -3 is below both guesses (-1, -2) and below S1 (-2.5) but above S2 (-4).
+    # State 2: repeat -1; the guess G3 has Q1 -0.5 but Q2 = -0.5 - 1 = -1.5, so min Q = -1.5 < -1: not below all.
+    critic = TableCritic(
+        {"R": -3.0, "G1": -1.0, "G2": -2.0, "S1": -2.5, "S2": -4.0, "R2": -1.0, "G3": -0.5, "S3": 0.0},
+        offset={"G3": -1.0},
+    )
+    figures = probe_critic(critic, [first, second])
+    assert figures["probe/repeat_below_all_wrong"] == pytest.approx(0.5)
+    assert figures["probe/split_above_repeat"] == pytest.approx(1.0)  # S1 > -3, S3 > -1
+    assert figures["probe/any_split_above_repeat"] == pytest.approx(2 / 3)  # S1 yes, S2 no, S3 yes
+    # Gaps: state 1 mean(-1, -2) - (-3) = 1.5, state 2 -1.5 - (-1) = -0.5 -> 0.5; splits 0.5 and 1 -> 0.75.
+    assert figures["probe/repeat_gap_mean"] == pytest.approx(0.5)
+    assert figures["probe/split_gap_mean"] == pytest.approx(0.75)
+    assert figures["probe/states"] == 2
+    with pytest.raises(ValueError, match="at least one probe state"):
+        probe_critic(critic, [])
