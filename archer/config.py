@@ -94,6 +94,13 @@ class PolicyConfig:
         temperature: sampling temperature (reference: 1.0).
         top_k: top-k filter when sampling; 0 disables it (reference: 50, the Hugging Face default it relied on).
         top_p: nucleus filter when sampling; 1.0 disables it.
+        score_as_sampled: losses on the policy's own samples (ArCHer's REINFORCE and KL terms, PPO ratios and KL
+            rewards, IQL + REINFORCE, CHAI with ``update_policy``) score them under the distribution that sampled
+            them: logits / ``temperature``, then ``top_k``, then ``top_p`` filtering, as Hugging Face's sampling
+            (``archer.models.policy.sampling_log_softmax``). false scores them under the untempered, unfiltered
+            softmax, as before this key existed (a biased gradient whenever temperature is not 1 or a filter cuts
+            anything; kept for comparison). Losses on dataset actions (BC, filtered BC, AWR) always use the
+            unfiltered softmax, since a dataset token may lie outside the top-k.
         shard: ``none`` keeps a full copy of the policy on every process; ``fsdp`` shards its parameters,
             gradients and optimiser state over the processes (FSDP2, ``archer/models/sharding.py``), for policies
             too large to train as full copies (7B). Ignored with one process.
@@ -125,6 +132,7 @@ class PolicyConfig:
     temperature: float = 1.0
     top_k: int = 50
     top_p: float = 1.0
+    score_as_sampled: bool = True
     shard: str = "none"
     reuse_kv_cache: bool = False
     append_token_ids: bool = False
@@ -139,6 +147,7 @@ class PolicyConfig:
         _check(self.temperature > 0, f"{prefix}.temperature", "must be positive (greedy decoding is chosen per call)")
         _check(self.top_k >= 0, f"{prefix}.top_k", "must be >= 0 (0 disables top-k)")
         _check(0 < self.top_p <= 1, f"{prefix}.top_p", "must be in (0, 1]")
+        _check(isinstance(self.score_as_sampled, bool), f"{prefix}.score_as_sampled", "must be true or false")
         _check_choice(self.shard, f"{prefix}.shard", ("none", "fsdp"))
         _check(self.stop_string is None or len(self.stop_string) > 0, f"{prefix}.stop_string", "use null, not ''")
         _check(self.reuse_kv_cache or not self.append_token_ids, f"{prefix}.append_token_ids", "needs reuse_kv_cache")

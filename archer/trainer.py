@@ -70,8 +70,9 @@ PRETRAIN_DONE = "PRETRAINED"
 # How rollouts encode prompts (archer.models.incremental): no effect on a checkpoint or on the pretrained policy.
 # Whether the scoring passes are compiled: the same numbers, so neither matters either.
 SPEED_ONLY_KEYS = ("model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile")
-# How the policy samples: behaviour cloning never samples, so these do not change the pretrained policy.
-SAMPLING_KEYS = ("temperature", "top_k", "top_p")
+# How the policy samples and scores its samples: behaviour cloning does neither (it scores dataset actions under
+# the plain softmax), so these do not change the pretrained policy.
+SAMPLING_KEYS = ("temperature", "top_k", "top_p", "score_as_sampled")
 RESUMABLE_KEYS = (
     "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
     *SPEED_ONLY_KEYS,
