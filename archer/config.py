@@ -878,9 +878,10 @@ class CHAIConfig(ArcherConfig):
 
     Acting samples ``num_candidates`` utterances per state and keeps the one with the highest target-critic
     ``min(Qbar1, Qbar2)``, for rollouts and for the V target of the critic (an approximate max backup, so the
-    critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once: k greedy
-    candidates would all be the same utterance (the reference decoded it five times). Every ArCHer field keeps
-    its meaning; the reference's ``chai_20q`` inherited ``critic_lr = lm_lr = 1e-5`` from its default.yaml.
+    critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once, as for every
+    other method (k greedy candidates would all be the same utterance; the reference decoded it five times), unless
+    ``rerank_at_eval``. Every ArCHer field keeps its meaning; the reference's ``chai_20q`` inherited
+    ``critic_lr = lm_lr = 1e-5`` from its default.yaml.
 
     Attributes:
         num_candidates: k, policy samples reranked per state (reference: 5; at least 2).
@@ -889,11 +890,16 @@ class CHAIConfig(ArcherConfig):
             actor phase after ``warmup_iters`` (REINFORCE on fresh, un-reranked policy samples with the online
             critic's advantage), as the reference repository's CHAI trainer would when not forced frozen.
         generation_batch_size: prompts per ``generate`` call; also the candidates scored per target-critic pass.
+        rerank_at_eval: false (default): greedy evaluation is one greedy decode of the policy, the path every other
+            method is evaluated by. true: it is the target critic's choice among the greedy decode and
+            ``num_candidates - 1`` policy samples, which measures the policy with the critic's reranking (k times
+            the generation, sampling noise in the evaluation, and not comparable with the other methods' figures).
     """
 
     name: str = "chai"
     num_candidates: int = 5
     update_policy: bool = False
+    rerank_at_eval: bool = False
     critic_lr: float = 1e-5
     actor_lr: float = 1e-5
 
@@ -903,6 +909,7 @@ class CHAIConfig(ArcherConfig):
         # A frozen policy has no actor phase, so its warm-up length cannot be wrong.
         ArcherConfig.validate(self if self.update_policy else replace(self, warmup_iters=0))
         _check(self.num_candidates >= 2, "algorithm.num_candidates", "must be >= 2 (1 candidate is plain sampling)")
+        _check(isinstance(self.rerank_at_eval, bool), "algorithm.rerank_at_eval", "must be true or false")
         _check(
             self.v_target_action == "sample",
             "algorithm.v_target_action",
