@@ -1136,18 +1136,29 @@ class EvalConfig:
     Attributes:
         every_iters: evaluate after every this many iterations (and after the last); 0 disables it.
         num_episodes: games per evaluation; ``null`` plays every game of the environment once (every word).
-        seed: seed that picks the games when ``num_episodes`` is set.
+        seed: seed that picks the games when ``num_episodes`` is set, the order of the sampled games, and the
+            sampled evaluation's random draws.
         before_training: also evaluate the starting policy (iteration 0).
+        sampled_episodes: each evaluation also plays this many games by sampling, as the training games are played
+            (the policy's ``temperature``, ``top_k`` and ``top_p``; CHAI's reranked samples), and logs
+            ``eval/sampled_return_mean``, ``eval/sampled_return_std``, ``eval/sampled_success_rate``,
+            ``eval/sampled_length_mean`` and ``eval/sampled_episodes``. The games are fixed: the evaluation games
+            in an order shuffled with ``seed``, repeated until there are enough, so every game is played equally
+            often (to within one). Every evaluation samples with the same seed (per process), and the generators
+            training uses are restored afterwards, so switching it on does not change training; the games never
+            enter the replay buffer. 0 (default) plays none.
     """
 
     every_iters: int = 5
     num_episodes: int | None = None
     seed: int = 2024
     before_training: bool = True
+    sampled_episodes: int = 0
 
     def validate(self) -> None:
         _check(self.every_iters >= 0, "eval.every_iters", "must be >= 0 (0 disables evaluation)")
         _check(self.num_episodes is None or self.num_episodes > 0, "eval.num_episodes", "must be > 0 or null")
+        _check(self.sampled_episodes >= 0, "eval.sampled_episodes", "must be >= 0 (0 plays no sampled games)")
 
 
 @dataclass
