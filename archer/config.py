@@ -96,6 +96,13 @@ class PolicyConfig:
         temperature: sampling temperature (reference: 1.0).
         top_k: top-k filter when sampling; 0 disables it (reference: 50, the Hugging Face default it relied on).
         top_p: nucleus filter when sampling; 1.0 disables it.
+        score_as_sampled: losses on the policy's own samples (ArCHer's REINFORCE and KL terms, PPO ratios and KL
+            rewards, IQL + REINFORCE, CHAI with ``update_policy``) score them under the distribution that sampled
+            them: logits / ``temperature``, then ``top_k``, then ``top_p`` filtering, as Hugging Face's sampling
+            (``archer.models.policy.sampling_log_softmax``). false scores them under the untempered, unfiltered
+            softmax, as before this key existed (a biased gradient whenever temperature is not 1 or a filter cuts
+            anything; kept for comparison). Losses on dataset actions (BC, filtered BC, AWR) always use the
+            unfiltered softmax, since a dataset token may lie outside the top-k.
         shard: ``none`` keeps a full copy of the policy on every process; ``fsdp`` shards its parameters,
             gradients and optimiser state over the processes (FSDP2, ``archer/models/sharding.py``), for policies
             too large to train as full copies (7B). Ignored with one process.
@@ -127,6 +134,7 @@ class PolicyConfig:
     temperature: float = 1.0
     top_k: int = 50
     top_p: float = 1.0
+    score_as_sampled: bool = True
     shard: str = "none"
     reuse_kv_cache: bool = False
     append_token_ids: bool = False
@@ -141,6 +149,7 @@ class PolicyConfig:
         _check(self.temperature > 0, f"{prefix}.temperature", "must be positive (greedy decoding is chosen per call)")
         _check(self.top_k >= 0, f"{prefix}.top_k", "must be >= 0 (0 disables top-k)")
         _check(0 < self.top_p <= 1, f"{prefix}.top_p", "must be in (0, 1]")
+        _check(isinstance(self.score_as_sampled, bool), f"{prefix}.score_as_sampled", "must be true or false")
         _check_choice(self.shard, f"{prefix}.shard", ("none", "fsdp"))
         _check(self.stop_string is None or len(self.stop_string) > 0, f"{prefix}.stop_string", "use null, not ''")
         _check(self.reuse_kv_cache or not self.append_token_ids, f"{prefix}.append_token_ids", "needs reuse_kv_cache")
@@ -890,9 +899,10 @@ class CHAIConfig(ArcherConfig):
 
     Acting samples ``num_candidates`` utterances per state and keeps the one with the highest target-critic
     ``min(Qbar1, Qbar2)``, for rollouts and for the V target of the critic (an approximate max backup, so the
-    critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once: k greedy
-    candidates would all be the same utterance (the reference decoded it five times). Every ArCHer field keeps
-    its meaning; the reference's ``chai_20q`` inherited ``critic_lr = lm_lr = 1e-5`` from its default.yaml.
+    critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once, as for every
+    other method (k greedy candidates would all be the same utterance; the reference decoded it five times), unless
+    ``rerank_at_eval``. Every ArCHer field keeps its meaning; the reference's ``chai_20q`` inherited
+    ``critic_lr = lm_lr = 1e-5`` from its default.yaml.
 
     Attributes:
         num_candidates: k, policy samples reranked per state (reference: 5; at least 2).
@@ -901,11 +911,16 @@ class CHAIConfig(ArcherConfig):
             actor phase after ``warmup_iters`` (REINFORCE on fresh, un-reranked policy samples with the online
             critic's advantage), as the reference repository's CHAI trainer would when not forced frozen.
         generation_batch_size: prompts per ``generate`` call; also the candidates scored per target-critic pass.
+        rerank_at_eval: false (default): greedy evaluation is one greedy decode of the policy, the path every other
+            method is evaluated by. true: it is the target critic's choice among the greedy decode and
+            ``num_candidates - 1`` policy samples, which measures the policy with the critic's reranking (k times
+            the generation, sampling noise in the evaluation, and not comparable with the other methods' figures).
     """
 
     name: str = "chai"
     num_candidates: int = 5
     update_policy: bool = False
+    rerank_at_eval: bool = False
     critic_lr: float = 1e-5
     actor_lr: float = 1e-5
 
@@ -915,6 +930,7 @@ class CHAIConfig(ArcherConfig):
         # A frozen policy has no actor phase, so its warm-up length cannot be wrong.
         ArcherConfig.validate(self if self.update_policy else replace(self, warmup_iters=0))
         _check(self.num_candidates >= 2, "algorithm.num_candidates", "must be >= 2 (1 candidate is plain sampling)")
+        _check(isinstance(self.rerank_at_eval, bool), "algorithm.rerank_at_eval", "must be true or false")
         _check(
             self.v_target_action == "sample",
             "algorithm.v_target_action",
@@ -1141,18 +1157,29 @@ class EvalConfig:
     Attributes:
         every_iters: evaluate after every this many iterations (and after the last); 0 disables it.
         num_episodes: games per evaluation; ``null`` plays every game of the environment once (every word).
-        seed: seed that picks the games when ``num_episodes`` is set.
+        seed: seed that picks the games when ``num_episodes`` is set, the order of the sampled games, and the
+            sampled evaluation's random draws.
         before_training: also evaluate the starting policy (iteration 0).
+        sampled_episodes: each evaluation also plays this many games by sampling, as the training games are played
+            (the policy's ``temperature``, ``top_k`` and ``top_p``; CHAI's reranked samples), and logs
+            ``eval/sampled_return_mean``, ``eval/sampled_return_std``, ``eval/sampled_success_rate``,
+            ``eval/sampled_length_mean`` and ``eval/sampled_episodes``. The games are fixed: the evaluation games
+            in an order shuffled with ``seed``, repeated until there are enough, so every game is played equally
+            often (to within one). Every evaluation samples with the same seed (per process), and the generators
+            training uses are restored afterwards, so switching it on does not change training; the games never
+            enter the replay buffer. 0 (default) plays none.
     """
 
     every_iters: int = 5
     num_episodes: int | None = None
     seed: int = 2024
     before_training: bool = True
+    sampled_episodes: int = 0
 
     def validate(self) -> None:
         _check(self.every_iters >= 0, "eval.every_iters", "must be >= 0 (0 disables evaluation)")
         _check(self.num_episodes is None or self.num_episodes > 0, "eval.num_episodes", "must be > 0 or null")
+        _check(self.sampled_episodes >= 0, "eval.sampled_episodes", "must be >= 0 (0 plays no sampled games)")
 
 
 @dataclass

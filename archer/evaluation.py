@@ -1,4 +1,5 @@
-"""Greedy evaluation on a fixed, seeded set of games, so curves are comparable across iterations and runs."""
+"""Evaluation on fixed, seeded sets of games, so curves are comparable across iterations and runs: greedy play, and
+optionally sampled play (``eval.sampled_episodes``) with its own seeded random draws."""
 
 from __future__ import annotations
 
@@ -41,13 +42,19 @@ class EvalResult:
     def success_rate(self) -> float:
         return sum(self.successes) / len(self.successes)
 
-    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+    def metrics(self, prefix: str = "eval", kind: str = "") -> dict[str, float]:
+        """Return, success and length statistics as ``{prefix}/{kind}return_mean`` and so on.
+
+        Args:
+            prefix: the metric section.
+            kind: put before each quantity: ``"sampled_"`` gives ``eval/sampled_return_mean``.
+        """
         return {
-            f"{prefix}/return_mean": self.mean_return,
-            f"{prefix}/return_std": self.std_return,
-            f"{prefix}/success_rate": self.success_rate,
-            f"{prefix}/length_mean": statistics.fmean(self.lengths),
-            f"{prefix}/episodes": float(len(self.returns)),
+            f"{prefix}/{kind}return_mean": self.mean_return,
+            f"{prefix}/{kind}return_std": self.std_return,
+            f"{prefix}/{kind}success_rate": self.success_rate,
+            f"{prefix}/{kind}length_mean": statistics.fmean(self.lengths),
+            f"{prefix}/{kind}episodes": float(len(self.returns)),
         }
 
     @classmethod
@@ -67,6 +74,14 @@ def evaluation_game_ids(cfg: EvalConfig, pool: Sequence[int]) -> list[int]:
         return pool
     rng = random.Random(cfg.seed)
     return [rng.choice(pool) for _ in range(cfg.num_episodes)]
+
+
+def sampled_evaluation_game_ids(cfg: EvalConfig, pool: Sequence[int]) -> list[int]:
+    """The fixed games of the sampled evaluation: the evaluation games in an order shuffled with ``cfg.seed``,
+    repeated until there are ``cfg.sampled_episodes``, so every game is played equally often (to within one)."""
+    order = list(evaluation_game_ids(cfg, pool))
+    random.Random(cfg.seed).shuffle(order)
+    return [order[i % len(order)] for i in range(cfg.sampled_episodes)]
 
 
 def evaluate(env: BatchedTextEnv, act: ActFn, game_ids: list[int], progress: bool = False) -> EvalResult:

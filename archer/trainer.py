@@ -3,7 +3,8 @@
 One iteration, in order:
 1. collect: online algorithms play ``rollout_episodes_per_iter`` games and store them in the replay buffer;
 2. update: the algorithm's gradient steps on the buffer (for offline algorithms, the buffer is the dataset);
-3. evaluate: every ``eval.every_iters`` iterations, greedy play on the fixed evaluation games;
+3. evaluate: every ``eval.every_iters`` iterations, greedy play on the fixed evaluation games (and, with
+   ``eval.sampled_episodes``, sampled play on a fixed list of games, outside training's random streams);
 4. report: one log line and one ``metrics.jsonl`` record;
 5. checkpoint: every ``save_every_iters`` iterations, an atomic checkpoint and the policy as a HF folder.
 """
@@ -42,7 +43,7 @@ from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import all_gather, shard, share, unshard
 from archer.envs import make_env, make_oracle
-from archer.evaluation import EvalResult, evaluate, evaluation_game_ids
+from archer.evaluation import EvalResult, evaluate, evaluation_game_ids, sampled_evaluation_game_ids
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, policy_weights, save_policy
 from archer.models.policy import LanguagePolicy
@@ -66,15 +67,17 @@ POLICY_FOLDER = "policy"
 CRITIC_ENCODER_FOLDER = "critic_encoder"
 PRETRAIN_DONE = "PRETRAINED"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
-# be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded).
+# be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
+# sampled evaluation games never touch training's state, so they can be switched on for the rest of a run).
 # How rollouts encode prompts (archer.models.incremental): no effect on a checkpoint or on the pretrained policy.
 # Whether the scoring passes are compiled: the same numbers, so neither matters either.
 SPEED_ONLY_KEYS = ("model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile")
-# How the policy samples: behaviour cloning never samples, so these do not change the pretrained policy.
-SAMPLING_KEYS = ("temperature", "top_k", "top_p")
+# How the policy samples and scores its samples: behaviour cloning does neither (it scores dataset actions under
+# the plain softmax), so these do not change the pretrained policy.
+SAMPLING_KEYS = ("temperature", "top_k", "top_p", "score_as_sampled")
 RESUMABLE_KEYS = (
     "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
-    *SPEED_ONLY_KEYS,
+    "eval.sampled_episodes", *SPEED_ONLY_KEYS,
 )  # fmt: skip
 
 
@@ -97,7 +100,8 @@ def pretraining_config(cfg: RunConfig) -> tuple[RunConfig, str]:
             policy=replace(cfg.model.policy, **{key: getattr(PolicyConfig, key) for key in SAMPLING_KEYS}),
         ),
         data=cfg.data,
-        eval=replace(cfg.eval, every_iters=cfg.pretrain.num_iterations),
+        # Sampled evaluation games do not change the pretrained policy (they leave training's random streams alone).
+        eval=replace(cfg.eval, every_iters=cfg.pretrain.num_iterations, sampled_episodes=0),
         logging=LoggingConfig(progress_bars=cfg.logging.progress_bars),
         seed=0,
         cache_dir=cfg.cache_dir,
@@ -145,6 +149,7 @@ class Trainer:
         self.env = make_env(cfg.env, seed=process_seed(cfg.seed, self.accelerator.process_index), oracle=oracle)
         self.eval_env = make_env(cfg.env, seed=cfg.eval.seed, oracle=oracle)
         self.eval_game_ids = evaluation_game_ids(cfg.eval, self.eval_env.evaluation_pool())
+        self.sampled_eval_game_ids = sampled_evaluation_game_ids(cfg.eval, self.eval_env.evaluation_pool())
 
         # 2. Models and the algorithm that trains them. The main process goes first, so it alone builds and caches
         #    the embedded models; the others then load the cached folders.
@@ -261,6 +266,44 @@ class Trainer:
             )
         return EvalResult.from_trajectories(unshard(local, len(self.eval_game_ids), self.accelerator))
 
+    def evaluate_sampled(self) -> EvalResult:
+        """Sampled play of the fixed sampled-evaluation games (``eval.sampled_episodes``), split over processes.
+
+        The games are played as training games are (``rollout_actor(greedy=False)``) but never stored. Python's,
+        numpy's and torch's generators and the evaluation environment's are seeded from ``eval.seed`` (per process)
+        for the play and restored afterwards: every evaluation draws the same random numbers, and training goes on
+        exactly as if the games had not been played.
+        """
+        seed = process_seed(self.cfg.eval.seed, self.accelerator.process_index)
+        saved, saved_env = rng_state(), self.eval_env.get_rng_state()
+        seed_everything(seed)
+        self.eval_env.seed(seed)
+        try:
+            with gathered(self.policy.model):
+                local = collect_trajectories(
+                    self.eval_env,
+                    self.algorithm.rollout_actor(greedy=False),
+                    game_ids=shard(self.sampled_eval_game_ids, self.accelerator),
+                    progress=self.progress,
+                    description="sampled eval",
+                )
+        finally:
+            set_rng_state(saved)
+            self.eval_env.set_rng_state(saved_env)
+        return EvalResult.from_trajectories(unshard(local, len(self.sampled_eval_game_ids), self.accelerator))
+
+    def evaluation_metrics(self) -> dict[str, float]:
+        """Greedy evaluation metrics (``eval/...``), the sampled ones (``eval/sampled_...``) when configured, and
+        their times."""
+        start = time.perf_counter()
+        metrics = self.evaluate().metrics()
+        metrics["time/eval_s"] = time.perf_counter() - start
+        if self.sampled_eval_game_ids:
+            start = time.perf_counter()
+            metrics.update(self.evaluate_sampled().metrics(kind="sampled_"))
+            metrics["time/sampled_eval_s"] = time.perf_counter() - start
+        return metrics
+
     def _process_state(self) -> dict[str, Any]:
         """This process's generators: each process has its own, and all of them go into the checkpoint."""
         return {
@@ -357,8 +400,7 @@ class Trainer:
         cfg = self.cfg
         last: dict[str, float] = {}
         if self.start_iteration == 0 and cfg.eval.every_iters > 0 and cfg.eval.before_training:
-            result = self.evaluate()
-            last = result.metrics() | {"env/trajectories": 0.0}
+            last = self.evaluation_metrics() | {"env/trajectories": 0.0}
             self.tracker.log(last, iteration=0)
             log.info("iteration 0 | %s", _format(last))
         for iteration in range(self.start_iteration + 1, cfg.algorithm.num_iterations + 1):
@@ -374,15 +416,16 @@ class Trainer:
 
             is_last = iteration == cfg.algorithm.num_iterations
             if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
-                start = time.perf_counter()
-                metrics.update(self.evaluate().metrics())
-                metrics["time/eval_s"] = time.perf_counter() - start
+                metrics.update(self.evaluation_metrics())
 
             # Metrics first, checkpoint second: a run killed in between resumes from the previous checkpoint and
             # drops this iteration's record (Tracker.truncate_after), so no iteration is ever recorded twice.
             metrics["time/checkpoint_s"] = self._last_save_seconds
             self.tracker.log(metrics, iteration=iteration)
-            self.tracker.plot(x_key="env/trajectories" if self.algorithm.online else "iteration")
+            self.tracker.plot(
+                x_key="env/trajectories" if self.algorithm.online else "iteration",
+                y_keys=("eval/return_mean", "eval/sampled_return_mean"),
+            )
             log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, _format(metrics))
             if iteration % cfg.save_every_iters == 0 or is_last:
                 start = time.perf_counter()
@@ -445,8 +488,10 @@ def train(cfg: RunConfig, run_dir: Path | None = None) -> dict[str, float]:
 def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
     """Play the evaluation games greedily with ``cfg.model.policy`` and write ``eval_results.json``.
 
-    The results hold the summary metrics, every game's return and success, and the full transcripts of the first
-    games, so a saved policy can be inspected without the project's training code.
+    With ``eval.sampled_episodes`` the policy also plays the sampled-evaluation games by sampling, seeded as a
+    training run's sampled evaluation is (process 0). The results hold the summary metrics, every game's return and
+    success, and the full transcripts of the first games, so a saved policy can be inspected without the project's
+    training code.
     """
     run_dir = Path(run_dir).expanduser().resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -463,17 +508,28 @@ def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
         env, lambda observations: policy.generate(observations, greedy=True).texts, game_ids, cfg.logging.progress_bars
     )
     metrics = result.metrics()
-    atomic_write_json(
-        run_dir / "eval_results.json",
-        {
-            "policy": cfg.model.policy.name_or_path,
-            "env": cfg.env.name,
-            "metrics": metrics,
-            "game_ids": game_ids,
-            "returns": result.returns,
-            "successes": result.successes,
-            "sample_games": result.sample_games,
-        },
-    )
+    results: dict[str, Any] = {
+        "policy": cfg.model.policy.name_or_path,
+        "env": cfg.env.name,
+        "game_ids": game_ids,
+        "returns": result.returns,
+        "successes": result.successes,
+        "sample_games": result.sample_games,
+    }
+    sampled_ids = sampled_evaluation_game_ids(cfg.eval, env.evaluation_pool())
+    if sampled_ids:
+        seed = process_seed(cfg.eval.seed, 0)
+        seed_everything(seed)
+        env.seed(seed)
+        sampled = evaluate(
+            env,
+            lambda observations: policy.generate(observations, greedy=False).texts,
+            sampled_ids,
+            cfg.logging.progress_bars,
+        )
+        metrics |= sampled.metrics(kind="sampled_")
+        results |= {"sampled_game_ids": sampled_ids, "sampled_returns": sampled.returns}
+        results["sampled_successes"] = sampled.successes
+    atomic_write_json(run_dir / "eval_results.json", {**results, "metrics": metrics})
     log.info("evaluation of %s | %s", cfg.model.policy.name_or_path, _format(metrics))
     return metrics

@@ -420,6 +420,12 @@ def write_csvs(results: Sequence[RunResult], out: Path) -> None:
                 )
 
 
+def _reranks_at_eval(result: RunResult) -> bool:
+    """Whether the run is CHAI evaluated by reranking (``algorithm.rerank_at_eval``) rather than one greedy decode."""
+    algorithm = result.spec.config.algorithm
+    return algorithm.name == "chai" and getattr(algorithm, "rerank_at_eval", False)
+
+
 def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> list[str]:
     """Facts the table depends on: budgets, shared settings, and checks of the shared start."""
     lines = []
@@ -431,9 +437,9 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
             f"every online run starts from the `pretrain` policy of `{args.reference}`, built once before the runs"
             + (f" ({info['start_policy_s']:.0f} s; ~0 when cached)." if "start_policy_s" in info else ".")
         )
-        # CHAI's evaluation reranks candidates with its (untrained, at iteration 0) critic, so its iteration-0 return
-        # is not the starting policy's greedy return; the others' must all be equal.
-        starts = {r.start["return"] for r in online if r.start and r.spec.config.algorithm.name != "chai"}
+        # CHAI with rerank_at_eval reranks candidates with its (untrained, at iteration 0) critic, so its iteration-0
+        # return is not the starting policy's greedy return; every other run's must be equal.
+        starts = {r.start["return"] for r in online if r.start and not _reranks_at_eval(r)}
         if len(starts) > 1:
             lines.append(
                 f"WARNING: the online runs' starting returns differ ({sorted(starts)}): they did not all start from "
@@ -441,8 +447,8 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
             )
         elif starts:
             lines.append(
-                f"Check: every online run's iteration-0 greedy return is the same ({starts.pop():.2f}; CHAI "
-                "aside, whose evaluation reranks candidates with its critic)."
+                f"Check: every online run's iteration-0 greedy return is the same ({starts.pop():.2f}; CHAI with "
+                "`rerank_at_eval` aside, whose evaluation reranks candidates with its critic)."
             )
         new = info.get("new_pretrained_folders_during_runs", [])
         if new:
@@ -458,11 +464,18 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
     for r in results:
         algorithm = r.spec.config.algorithm
         if algorithm.name == "chai" and not getattr(algorithm, "update_policy", True):
-            lines.append(
-                "CHAI keeps its policy frozen (`update_policy=false`); its evaluation reranks the greedy decode and "
-                "k - 1 samples with its target critic, so its curve, iteration 0 included, measures the critic's "
-                "choices."
-            )
+            if _reranks_at_eval(r):
+                lines.append(
+                    "CHAI keeps its policy frozen (`update_policy=false`); its evaluation (`rerank_at_eval`) reranks "
+                    "the greedy decode and k - 1 samples with its target critic, so its curve, iteration 0 included, "
+                    "measures the critic's choices."
+                )
+            else:
+                lines.append(
+                    "CHAI keeps its policy frozen (`update_policy=false`) and is evaluated, as every method, by one "
+                    "greedy decode of its policy: its greedy curve stays at the start by construction; its reranked "
+                    "play shows in the rollout and sampled returns."
+                )
             break
     if args.override:
         lines.append(f"Extra overrides: `{' '.join(args.override)}`.")

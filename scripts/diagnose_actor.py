@@ -72,8 +72,9 @@ def train_actor_on_returns(trainer: Any, iterations: int, eval_every: int) -> li
             picked = [moves[i] for i in rng.choice(len(moves), algo.actor_batch_size)]
             for start in range(0, len(picked), algo.actor_micro_batch_size):
                 chunk = picked[start : start + algo.actor_micro_batch_size]
+                # The moves are the rollout policy's own samples: scored under the distribution that sampled them.
                 logprobs = policy.sequence_logprobs(
-                    [m[0] for m in chunk], policy.encode_actions([m[1] for m in chunk])
+                    [m[0] for m in chunk], policy.encode_actions([m[1] for m in chunk]), as_sampled=True
                 )
                 advantages = torch.tensor([m[2] for m in chunk], device=logprobs.device)
                 trainer.accelerator.backward(reinforce_loss(advantages, logprobs) * len(chunk) / len(picked))

@@ -14,7 +14,9 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
   during the critic phase, so this is the same estimator at a fraction of the cost);
 - micro-batch gradients are averaged, each network clips only its own gradient, and gradients are cleared after
   every step, so nothing leaks between the critic and actor phases;
-- log-probabilities score exactly the sampled token ids, terminator included, with left padding;
+- log-probabilities score exactly the sampled token ids, terminator included, with left padding, under the
+  distribution that sampled them (temperature, top-k, top-p; ``model.policy.score_as_sampled``); the KL penalty's
+  starting policy is scored under its own sampling distribution, so the penalty is zero until the policy moves;
 - episodes cut by the turn limit are terminal unless ``bootstrap_on_truncation`` is set (the reference always
   treated them as terminal).
 
@@ -163,13 +165,16 @@ class ArcherAlgorithm(Algorithm):
         losses, log_ratios = [], []
         for start in range(0, size, cfg.actor_micro_batch_size):
             end = min(start + cfg.actor_micro_batch_size, size)
-            logprobs = self.policy.sequence_logprobs(observations[start:end], generation.token_ids[start:end])
+            logprobs = self.policy.sequence_logprobs(
+                observations[start:end], generation.token_ids[start:end], as_sampled=True
+            )
             if self.reference is None:
                 loss = reinforce_loss(advantages[start:end], logprobs)
             else:
                 with torch.no_grad():
+                    # The starting policy's own sampling distribution: the penalty vanishes while pi is pi_start.
                     ref_logprobs = self.reference.sequence_logprobs(
-                        observations[start:end], generation.token_ids[start:end]
+                        observations[start:end], generation.token_ids[start:end], as_sampled=True
                     )
                 log_ratios.append((logprobs - ref_logprobs).detach())
                 loss = kl_penalised_reinforce_loss(advantages[start:end], logprobs, ref_logprobs, cfg.kl_coeff)

@@ -73,7 +73,7 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
         for start in range(0, size, cfg.actor_micro_batch_size):
             end = min(start + cfg.actor_micro_batch_size, size)
             ids = generation.token_ids[start:end]
-            token_logprobs, mask = self.policy.token_logprobs(observations[start:end], ids)
+            token_logprobs, mask = self.policy.token_logprobs(observations[start:end], ids, as_sampled=True)
             token_values, _ = self.value_model(observations[start:end], ids)
             pg_loss, value_loss = token_baseline_losses(advantages[start:end], token_values, token_logprobs, mask)
             check_finite(pg_loss, "actor loss", iteration, step)

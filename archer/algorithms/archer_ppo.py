@@ -44,13 +44,18 @@ class ArcherPPOAlgorithm(ArcherAlgorithm):
         with torch.no_grad():
             # Per-token log-probabilities of the sampling policy, with the same micro-batches (and so the same
             # padded widths) as the gradient passes below.
-            old = [self.policy.token_logprobs(observations[rows], generation.token_ids[rows])[0] for rows in micro]
+            old = [
+                self.policy.token_logprobs(observations[rows], generation.token_ids[rows], as_sampled=True)[0]
+                for rows in micro
+            ]
         total_tokens = sum(len(ids) for ids in generation.token_ids)
         losses, clip_fractions, grad_norms, approx_kls = [], [], [], []
         for epoch in range(cfg.ppo_epochs):
             epoch_loss, epoch_clip, epoch_kl = 0.0, 0.0, 0.0
             for rows, old_logprobs in zip(micro, old, strict=True):
-                logprobs, mask = self.policy.token_logprobs(observations[rows], generation.token_ids[rows])
+                logprobs, mask = self.policy.token_logprobs(
+                    observations[rows], generation.token_ids[rows], as_sampled=True
+                )
                 loss, clip_fraction = ppo_clip_loss(logprobs, old_logprobs, advantages[rows], mask, cfg.clip_range)
                 check_finite(loss, "actor loss", iteration, step * cfg.ppo_epochs + epoch)
                 # ppo_clip_loss averages over the micro-batch's tokens; weighting by its share of tokens makes the

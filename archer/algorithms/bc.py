@@ -56,7 +56,7 @@ class BCAlgorithm(Algorithm):
                     token_logprobs, mask = self.policy.packed_token_logprobs(observations, actions)
                 else:
                     token_logprobs, mask = self.policy.token_logprobs(
-                        observations, self.policy.encode_actions(actions)
+                        observations, self.policy.encode_actions(actions), as_sampled=False
                     )
                 loss = bc_loss(token_logprobs, mask, per_token=self.cfg.per_token_mean) * len(observations) / rows
                 check_finite(loss, "bc loss", iteration, step)

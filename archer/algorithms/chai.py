@@ -18,9 +18,10 @@ Deviations from the reference, none changing the mathematics:
 - the k candidates of every state of a critic phase are sampled up front in large batches (the policy does not
   change during the critic phase); the reranking itself is done at each step with the target critic of that step,
   as in the reference, since the target moves by ``tau`` after every step;
-- greedy evaluation reranks the greedy decode and k - 1 samples (the reference decoded the same greedy utterance k
-  times, so its "reranking" always returned the frozen policy's greedy utterance and CHAI's evaluation measured
-  the starting policy);
+- greedy evaluation is one greedy decode of the policy, the path every other method is evaluated by, done once
+  (the reference decoded the same greedy utterance k times and "reranked" k copies of it: the same result at k
+  times the cost). ``rerank_at_eval`` instead reranks the greedy decode and k - 1 samples with the target critic,
+  which evaluates the critic's choices rather than the policy, and so is not comparable with the other methods;
 - the actions sent to the environment carry no terminator (the reference's CHAI kept ``\\n`` on them, giving
   histories the SFT policy never saw; ARCHER_SPEC.md 5.5 item 6).
 """
@@ -48,11 +49,13 @@ class CHAIAlgorithm(ArcherAlgorithm):
     - ``True`` (the reference repository's CHAI trainer, unless forced frozen): after ``warmup_iters``, ArCHer's
       actor phase also runs, REINFORCE on fresh (not reranked) policy samples with the online critic's advantage.
 
-    ``act`` returns the reranked choice when sampling (rollouts) and a single greedy decode when ``greedy``
-    (evaluation): k greedy candidates would be k copies of one utterance.
+    ``act`` returns the reranked choice when sampling (rollouts) and, when ``greedy`` (evaluation), one greedy decode
+    of the policy like every other method; with ``cfg.rerank_at_eval`` the reranked choice among the greedy decode and
+    k - 1 samples (k greedy candidates would be k copies of one utterance).
 
     Args:
-        cfg: schedule and hyperparameters (``num_candidates``, ``update_policy`` and ArCHer's fields).
+        cfg: schedule and hyperparameters (``num_candidates``, ``update_policy``, ``rerank_at_eval`` and ArCHer's
+            fields).
         policy: the language policy (frozen unless ``cfg.update_policy``).
         accelerator: device placement and backward.
         critic: the online utterance critic; its target copy is made here.
@@ -119,8 +122,11 @@ class CHAIAlgorithm(ArcherAlgorithm):
         return chosen, scores
 
     def act(self, observations: list[str], greedy: bool) -> list[str]:
-        """Rollouts: the reranked choice among k samples. Greedy evaluation: among the greedy decode and k - 1 samples
+        """Rollouts: the reranked choice among k samples. Greedy evaluation: one greedy decode of the policy, as for
+        every other method; with ``rerank_at_eval``, the reranked choice among the greedy decode and k - 1 samples
         (k greedy decodes would be k copies of one utterance)."""
+        if greedy and not self.cfg.rerank_at_eval:
+            return super().act(observations, greedy=True)
         chosen, _ = self.rerank(observations, self.candidates(observations, with_greedy=greedy))
         return chosen.texts
 

@@ -16,8 +16,9 @@ saved in the checkpoint so a resumed run keeps the same reference even if that f
 copy is made.
 
 Deviations from the reference: generation runs without autograd (the reference generated with gradients enabled
-and then rescored); the sampled token ids are scored, terminator included, with dropout off, so the gradient is
-that of the distribution the samples came from; each network clips its own gradient.
+and then rescored); the sampled token ids are scored, terminator included, with dropout off and under the sampling
+temperature, top-k and top-p (``model.policy.score_as_sampled``), so the gradient is that of the distribution the
+samples came from; each network clips its own gradient.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class IQLReinforceAlgorithm(OfflineCriticAlgorithm):
                 return reinforce_loss(batch_advantages, logprobs)
             with torch.no_grad():
                 ref_logprobs = self.reference.sequence_logprobs(
-                    observations[start:end], generation.token_ids[start:end]
+                    observations[start:end], generation.token_ids[start:end], as_sampled=True
                 )
             kl_parts.append((logprobs - ref_logprobs).detach())
             return iql_kl_reinforce_loss(batch_advantages, logprobs, ref_logprobs, cfg.kl_coeff)
@@ -74,7 +75,9 @@ class IQLReinforceAlgorithm(OfflineCriticAlgorithm):
         # The model stays in eval mode (as generate left it): scoring with dropout would differentiate another
         # distribution than the one a~ was sampled from.
         self.policy.model.eval()
-        loss, grad_norm = self.accumulate_actor_gradient(observations, generation.token_ids, loss_of, iteration, step)
+        loss, grad_norm = self.accumulate_actor_gradient(
+            observations, generation.token_ids, loss_of, iteration, step, as_sampled=True
+        )
         lengths = torch.tensor([len(ids) for ids in generation.token_ids], dtype=torch.float32)
         metrics = {
             "actor/pg_loss": loss,

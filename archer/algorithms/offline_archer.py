@@ -107,6 +107,8 @@ class OfflineCriticAlgorithm(Algorithm):
         loss_of: Callable[[int, int, torch.Tensor], torch.Tensor],
         iteration: int,
         step: int,
+        *,
+        as_sampled: bool,
     ) -> tuple[float, float]:
         """Backward ``loss_of(start, end, log pi(a | s))`` over micro-batches, then clip and step the policy.
 
@@ -115,6 +117,8 @@ class OfflineCriticAlgorithm(Algorithm):
             action_ids: B actions as token ids (what ``token_logprobs`` scores).
             loss_of: the mean loss of rows ``start:end`` given their (B_micro,) sequence log-probabilities.
             iteration, step: for the error message of a non-finite loss.
+            as_sampled: the actions are the policy's own samples (score them under the sampling distribution)
+                rather than dataset actions (the plain softmax); see ``LanguagePolicy.token_logprobs``.
 
         Returns:
             The batch's mean loss and the policy's pre-clip gradient norm.
@@ -123,7 +127,9 @@ class OfflineCriticAlgorithm(Algorithm):
         total = 0.0
         for start in range(0, size, self.cfg.actor_micro_batch_size):
             end = min(start + self.cfg.actor_micro_batch_size, size)
-            logprobs = self.policy.sequence_logprobs(observations[start:end], action_ids[start:end])
+            logprobs = self.policy.sequence_logprobs(
+                observations[start:end], action_ids[start:end], as_sampled=as_sampled
+            )
             loss = loss_of(start, end, logprobs)
             check_finite(loss, "actor loss", iteration, step)
             self.accelerator.backward(loss * (end - start) / size)
@@ -197,7 +203,10 @@ class OfflineArcherAlgorithm(OfflineCriticAlgorithm):
         # Dropout as in behaviour cloning: the AWR loss is weighted BC, and nothing is sampled from this pass.
         self.policy.model.train()
         try:
-            loss, grad_norm = self.accumulate_actor_gradient(batch.observations, action_ids, loss_of, iteration, step)
+            # AWR weights dataset actions, which may lie outside the sampling filters: the plain softmax.
+            loss, grad_norm = self.accumulate_actor_gradient(
+                batch.observations, action_ids, loss_of, iteration, step, as_sampled=False
+            )
         finally:
             self.policy.model.eval()
         all_weights = torch.cat(weights)

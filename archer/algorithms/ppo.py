@@ -22,8 +22,9 @@ games per gradient step on Twenty Questions. One iteration, on the games the tra
 The value model is a separate causal LM with a scalar head (``TokenValueModel``), loaded like the policy. The
 reference policy is a frozen copy of the policy as the algorithm is built (the starting policy). PPO is on-policy:
 the replay buffer the trainer fills is never read, and only the current iteration's games are held (memory is
-bounded by one iteration). Sampling uses the policy config's top-k/top-p; the ratio is taken against the full
-softmax of the policy that sampled, as ArCHer's policy gradient is.
+bounded by one iteration). Every log-probability (old, current, reference) is taken under the distribution sampling
+draws from: temperature, top-k and top-p applied to the logits (``model.policy.score_as_sampled``; false restores
+the untempered full softmax), as in ArCHer's policy gradient.
 """
 
 from __future__ import annotations
@@ -203,8 +204,8 @@ class PPOAlgorithm(Algorithm):
             rows = slice(start, start + self.cfg.actor_micro_batch_size)
             obs, ids = observations[rows], token_ids[rows]
             lengths = [len(i) for i in ids]
-            logprobs, mask = self.policy.token_logprobs(obs, ids)
-            ref_logprobs, _ = self.reference.token_logprobs(obs, ids)
+            logprobs, mask = self.policy.token_logprobs(obs, ids, as_sampled=True)
+            ref_logprobs, _ = self.reference.token_logprobs(obs, ids, as_sampled=True)
             values, _ = self.value_model(obs, ids)
             utterance_rewards = torch.tensor(rewards[rows], dtype=torch.float32, device=device)
             token_rewards = kl_shaped_token_rewards(utterance_rewards, logprobs, ref_logprobs, mask, self.cfg.kl_coeff)
@@ -231,7 +232,7 @@ class PPOAlgorithm(Algorithm):
         for micro in chunks(indices.tolist(), cfg.actor_micro_batch_size):
             obs = [rollout.observations[i] for i in micro]
             ids = [rollout.token_ids[i] for i in micro]
-            logprobs, mask = self.policy.token_logprobs(obs, ids)
+            logprobs, mask = self.policy.token_logprobs(obs, ids, as_sampled=True)
             values, _ = self.value_model(obs, ids)
             old_logprobs = _pad([rollout.old_logprobs[i] for i in micro])
             pg_loss, clip_fraction = ppo_clip_loss(

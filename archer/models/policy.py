@@ -5,6 +5,12 @@ from the attention mask), so the policy gradient scores each sampled token under
 sampled from. This fixes the reference's log-probabilities (ARCHER_SPEC.md 2.3): no padding between prompt and
 action, no shifted positions, the sampled ids are scored rather than a re-tokenised string, the turn terminator
 is part of the scored action, and ``log_softmax`` replaces ``log(softmax)``.
+
+Every scoring call says which distribution it wants (``as_sampled``). A loss on the policy's own samples
+(REINFORCE, PPO ratios, KL penalties) scores them under the distribution sampling drew them from: the logits
+divided by the temperature, then top-k, then top-p filtered, as Hugging Face's sampling does
+(``sampling_log_softmax``). A loss on dataset actions (behaviour cloning, AWR) scores the plain softmax: a dataset
+token may lie outside the top-k, where the sampling distribution gives it probability zero.
 """
 
 from __future__ import annotations
@@ -19,6 +25,40 @@ from transformers import Cache, GenerationConfig, PreTrainedModel, PreTrainedTok
 
 from archer.config import PolicyConfig
 from archer.models.templates import get_action_parser, get_template
+
+
+def sampling_log_softmax(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+    """Log-probabilities of the distribution ``model.generate(do_sample=True)`` draws the next token from.
+
+    The steps and their order are those of transformers' ``TemperatureLogitsWarper``, ``TopKLogitsWarper`` and
+    ``TopPLogitsWarper`` with ``min_tokens_to_keep=1`` (what ``generate`` uses with one beam): divide by the
+    temperature; keep every token whose score is at least the k-th largest (ties at the k-th score are all kept);
+    then sort ascending, drop the tokens whose cumulative probability (of the top-k-filtered, tempered scores) is at
+    most ``1 - top_p``, always keeping the most likely token; finally ``log_softmax``. Filtered tokens get -inf.
+
+    Args:
+        logits: (..., V) raw next-token logits.
+        temperature: > 0; 1.0 leaves the logits unchanged.
+        top_k: tokens kept by top-k; 0 disables it.
+        top_p: nucleus mass in (0, 1]; 1.0 disables it.
+
+    Returns:
+        (..., V) log-probabilities, -inf on filtered tokens; differentiable with respect to the kept logits.
+    """
+    scores = logits / temperature
+    # The filters choose which tokens survive; choosing is not differentiated, so the masks are built without a graph.
+    with torch.no_grad():
+        remove = torch.zeros_like(scores, dtype=torch.bool)
+        if top_k > 0:
+            kth_best = torch.topk(scores, min(top_k, scores.shape[-1]), dim=-1).values[..., -1:]
+            remove = scores < kth_best
+        if top_p < 1.0:
+            sorted_scores, order = torch.sort(scores.masked_fill(remove, float("-inf")), descending=False, dim=-1)
+            cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+            sorted_remove = cumulative <= 1 - top_p
+            sorted_remove[..., -1:] = False  # the most likely token always stays
+            remove = remove | sorted_remove.scatter(-1, order, sorted_remove)
+    return F.log_softmax(scores.masked_fill(remove, float("-inf")), dim=-1)
 
 
 @dataclass
@@ -258,8 +298,21 @@ class LanguagePolicy:
         # generation would cut it (and the prompt plus action then always fits the model's positions).
         return [ids[: self.cfg.max_new_tokens] for ids in rows]
 
+    def _score(self, logits: torch.Tensor, targets: torch.Tensor, as_sampled: bool) -> torch.Tensor:
+        """Log-probability of ``targets`` (B, T) under next-token ``logits`` (B, T, V); see ``token_logprobs``."""
+        cfg = self.cfg
+        if not (as_sampled and cfg.score_as_sampled):
+            return F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        processed = sampling_log_softmax(logits, cfg.temperature, cfg.top_k, cfg.top_p)
+        scores = processed.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        filtered = torch.isneginf(scores)
+        if not filtered.any():
+            return scores
+        tempered = F.log_softmax(logits / cfg.temperature, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        return torch.where(filtered, tempered, scores)
+
     def token_logprobs(
-        self, observations: list[str], action_ids: list[list[int]]
+        self, observations: list[str], action_ids: list[list[int]], *, as_sampled: bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probability of every action token given the prompt and the action tokens before it.
 
@@ -267,9 +320,19 @@ class LanguagePolicy:
         rows are left-padded together and positions count only real tokens, as in generation. One forward pass;
         differentiable. The model's current train/eval mode is used as is.
 
+        With ``as_sampled`` (and ``cfg.score_as_sampled``, the default) the tokens are scored under the sampling
+        distribution (``sampling_log_softmax`` with the config's temperature, top-k and top-p). A token that
+        distribution filters out has probability zero there; such a token is scored by the tempered, unfiltered
+        softmax instead, so the result stays finite. The policy's own samples are never filtered out of the
+        distribution they were drawn from (up to float rounding between the generation and scoring passes); the
+        fallback serves samples scored by another policy (the reference of a KL penalty: a large, finite penalty
+        where the exact one is infinite) or by the policy after it has moved (later PPO epochs).
+
         Args:
             observations: B observation strings.
             action_ids: B lists of action token ids (from ``Generation.token_ids`` or ``encode_actions``).
+            as_sampled: True for the policy's own samples (policy-gradient, PPO and KL terms); False for dataset
+                actions (behaviour cloning, AWR), scored under the plain softmax.
 
         Returns:
             ``(token_logprobs, token_mask)``, both (B, T) with T the longest action. Token j of action i is at
@@ -291,7 +354,7 @@ class LanguagePolicy:
         # from the column before it.
         logits = logits[:, -(width + 1) : -1].float()  # (B, T, V)
         targets = input_ids[:, -width:]  # (B, T)
-        right_aligned = F.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        right_aligned = self._score(logits, targets, as_sampled)
         columns = torch.arange(width, device=self.device)
         source = (columns + (width - lengths).unsqueeze(1)).clamp(max=width - 1)
         mask = columns.unsqueeze(0) < lengths.unsqueeze(1)
@@ -299,7 +362,9 @@ class LanguagePolicy:
         return logprobs, mask.to(logprobs.dtype)
 
     def packed_token_logprobs(self, observations: list[str], actions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``token_logprobs(observations, encode_actions(actions))``, computed with far fewer tokens.
+        """``token_logprobs(observations, encode_actions(actions), as_sampled=False)``, with far fewer tokens.
+
+        For dataset actions (behaviour cloning), so always under the plain softmax.
 
         In history-based environments a later turn's observation starts with an earlier turn's observation and
         action, so one forward pass over the longest text scores every turn it contains: the action's tokens
@@ -367,14 +432,18 @@ class LanguagePolicy:
             logprobs = logprobs.index_put((index,), torch.nn.functional.pad(padded, (0, width - padded.shape[1])))
             mask = mask.index_put((index,), torch.nn.functional.pad(row_mask, (0, width - padded.shape[1])))
         if alone:
-            single, single_mask = self.token_logprobs([observations[i] for i in alone], [action_ids[i] for i in alone])
+            single, single_mask = self.token_logprobs(
+                [observations[i] for i in alone], [action_ids[i] for i in alone], as_sampled=False
+            )
             index = torch.tensor(alone, device=self.device)
             pad = (0, width - single.shape[1])
             logprobs = logprobs.index_put((index,), torch.nn.functional.pad(single, pad))
             mask = mask.index_put((index,), torch.nn.functional.pad(single_mask, pad))
         return logprobs, mask
 
-    def sequence_logprobs(self, observations: list[str], action_ids: list[list[int]]) -> torch.Tensor:
+    def sequence_logprobs(
+        self, observations: list[str], action_ids: list[list[int]], *, as_sampled: bool
+    ) -> torch.Tensor:
         """Sum of ``token_logprobs`` over each action's tokens: log pi(action | observation), shape (B,)."""
-        logprobs, mask = self.token_logprobs(observations, action_ids)
+        logprobs, mask = self.token_logprobs(observations, action_ids, as_sampled=as_sampled)
         return (logprobs * mask).sum(dim=-1)

@@ -56,7 +56,7 @@ def step(policy: LanguagePolicy, optimizer: torch.optim.Adam, accelerator: Accel
     rows = shard(list(range(8)), accelerator)
     observations = [TEXTS[i % 4] for i in rows]
     actions = [ACTIONS[(i + 1) % 4] for i in rows]
-    logprobs, mask = policy.token_logprobs(observations, policy.encode_actions(actions))
+    logprobs, mask = policy.token_logprobs(observations, policy.encode_actions(actions), as_sampled=False)
     loss = -(logprobs * mask).sum() / mask.sum()
     policy.model.train()
     accelerator.backward(loss)

@@ -236,7 +236,7 @@ def test_generation_gives_the_env_the_parsed_question_and_scores_the_raw_tokens(
     assert generation.texts == [json_question(text) for text in raw]
     assert all(text.endswith("?") and "\n" not in text for text in generation.texts)
     # What is scored is the sampled ids (raw output), not a re-encoding of the parsed question.
-    logprobs, mask = policy.token_logprobs(observations, generation.token_ids)
+    logprobs, mask = policy.token_logprobs(observations, generation.token_ids, as_sampled=False)
     assert mask.sum(dim=1).tolist() == [len(ids) for ids in generation.token_ids]
     unparsed = _policy(chat_model, tmp_path, action_parser="none").generate(observations, greedy=True)
     assert unparsed.token_ids == generation.token_ids and unparsed.texts == [t.lstrip("\n") for t in raw]

@@ -203,8 +203,14 @@ Q_TABLE = {
 BEST = {"x": "x-2", "y": "y-0"}
 
 
-def stub_chai() -> tuple[CHAIAlgorithm, _CandidatePolicy]:
-    cfg = CHAIConfig(num_candidates=3, critic_steps_per_iter=2, critic_batch_size=5, generation_batch_size=4)
+def stub_chai(rerank_at_eval: bool = False) -> tuple[CHAIAlgorithm, _CandidatePolicy]:
+    cfg = CHAIConfig(
+        num_candidates=3,
+        critic_steps_per_iter=2,
+        critic_batch_size=5,
+        generation_batch_size=4,
+        rerank_at_eval=rerank_at_eval,
+    )
     policy = _CandidatePolicy(k=3)
     algorithm = CHAIAlgorithm(cfg, policy, Accelerator(cpu=True), critic=_TableCritic(Q_TABLE), progress=False)
     # The online critic prefers other candidates: acting must follow the target critic.
@@ -213,13 +219,22 @@ def stub_chai() -> tuple[CHAIAlgorithm, _CandidatePolicy]:
     return algorithm, policy
 
 
-def test_chai_act_picks_the_highest_target_min_q_and_evaluates_by_reranking_the_greedy_decode() -> None:
+def test_chai_act_picks_the_highest_target_min_q_and_evaluates_by_one_greedy_decode() -> None:
     algorithm, policy = stub_chai()
     # generation_batch_size 4 with k = 3 scores one state per target-critic pass: chunking is exercised too.
     assert algorithm.act(["x", "y", "x"], greedy=False) == ["x-2", "y-0", "x-2"]
     assert policy.calls == [(9, False)]
     _, scores = algorithm.rerank(["x"], algorithm.candidates(["x"]))
     torch.testing.assert_close(scores, torch.tensor([[0.0, 1.0, 3.0]]))
+    policy.calls.clear()
+    # Greedy evaluation, as for every method: one greedy decode per state, no samples, no critic.
+    assert algorithm.act(["x", "y"], greedy=True) == ["x-greedy", "y-greedy"]
+    assert policy.calls == [(2, True)]
+
+
+def test_chai_rerank_at_eval_reranks_the_greedy_decode_and_k_minus_1_samples() -> None:
+    algorithm, policy = stub_chai(rerank_at_eval=True)
+    assert algorithm.act(["x", "y", "x"], greedy=False) == ["x-2", "y-0", "x-2"]  # rollouts are unchanged
     policy.calls.clear()
     # Greedy evaluation: per state the greedy decode and k - 1 = 2 samples. The stub numbers samples by row (i % 3),
     # so x gets [x-greedy, x-0, x-1] and y gets [y-greedy, y-2, y-0]. A text missing from the table embeds as -1, the

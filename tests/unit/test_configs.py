@@ -76,6 +76,7 @@ def test_wrong_type_names_the_key() -> None:
         ("model.critic.embedding_cache_size=0", "model.critic.embedding_cache_size"),
         ("model.policy.max_prompt_tokens=4000", "model.policy.max_prompt_tokens"),
         ("eval.num_episodes=0", "eval.num_episodes"),
+        ("eval.sampled_episodes=-1", "eval.sampled_episodes"),
         ("logging.wandb_mode=sometimes", "logging.wandb_mode"),
     ],
 )

@@ -18,7 +18,7 @@ from archer.algorithms.losses import archer_critic_loss, iql_critic_loss
 from archer.algorithms.offline_filtered_bc import buffer_episodes
 from archer.config import ArcherConfig, CriticConfig
 from archer.data.replay_buffer import ReplayBuffer
-from archer.data.trajectory import Trajectory
+from archer.data.trajectory import Trajectory, TransitionBatch
 from archer.models.critic import DoubleCritic, build_critic
 
 
@@ -156,3 +156,173 @@ def test_a_frozen_encoder_critic_trains_its_heads_only(
     texts = set(batch.observations) | set(batch.next_observations)
     texts |= {obs + action for obs, action in zip(batch.observations, batch.actions, strict=True)}
     assert set(critic.encoder._cache) == texts
+
+
+# ---- one online ArCHer critic step against numbers built by hand ---------------------------------------------------
+
+
+class _LookupCritic(torch.nn.Module):
+    """A critic whose every output is a table entry, each a trainable number: ``Q_i(s, a) = q[(s, a)][i]`` and
+    ``V_i(s) = v[s][i]``. It has the methods ``CriticLearner`` calls, so a step's targets, loss, Adam step and Polyak
+    update can all be worked out by hand."""
+
+    def __init__(self, q: dict[tuple[str, str], tuple[float, float]], v: dict[str, tuple[float, float]]) -> None:
+        super().__init__()
+        self.pairs, self.states = list(q), list(v)
+        self.q_table = torch.nn.Parameter(torch.tensor([q[pair] for pair in self.pairs]))  # (P, 2)
+        self.v_table = torch.nn.Parameter(torch.tensor([v[state] for state in self.states]))  # (S, 2)
+
+    def embed(self, texts: list[str]) -> torch.Tensor:
+        """(B, S) one-hot rows over the known states."""
+        index = torch.tensor([self.states.index(text) for text in texts])
+        return torch.nn.functional.one_hot(index, len(self.states)).float()
+
+    def v_from_embeddings(self, obs_emb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        values = obs_emb @ self.v_table  # (B, 2)
+        return values[:, 0], values[:, 1]
+
+    def q_values(
+        self, observations: list[str], actions: list[str], obs_emb: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = self.q_table[[self.pairs.index(pair) for pair in zip(observations, actions, strict=True)]]
+        return rows[:, 0], rows[:, 1]
+
+    def q(self, state: str, action: str) -> list[float]:
+        return self.q_table[self.pairs.index((state, action))].tolist()
+
+    def v(self, state: str) -> list[float]:
+        return self.v_table[self.states.index(state)].tolist()
+
+
+# Three transitions: s0 -a0-> s1 (reward -1, the game goes on); s1 -a1-> s2 (reward 0, won: terminated); t0 -a2-> t1
+# (reward -1, the turn limit: truncated). b0, b1, b2 are the fresh policy samples a~ at s0, s1, t0.
+# Online critic (Q1, Q2) at the replay actions and (V1, V2); (-7, -7) at the samples and (0, 0) at the next states
+# are there to be caught if the step read them: a step must never take its targets from the online critic.
+ONLINE_Q = {
+    ("s0", "a0"): (0.0, 1.0),
+    ("s1", "a1"): (1.0, 0.0),
+    ("t0", "a2"): (-2.0, -1.0),
+    ("s0", "b0"): (-7.0, -7.0),
+    ("s1", "b1"): (-7.0, -7.0),
+    ("t0", "b2"): (-7.0, -7.0),
+}
+ONLINE_V = {"s0": (1.0, 0.0), "s1": (1.0, 1.0), "t0": (-1.0, -3.0), "s2": (0.0, 0.0), "t1": (0.0, 0.0)}
+# Target critic: Qbar at the samples gives the V targets; Vbar at the next states gives the Q targets. Qbar at the
+# replay actions (9, 9) and Vbar(s2) (a terminal state) must not be read.
+TARGET_Q = {
+    ("s0", "a0"): (9.0, 9.0),
+    ("s1", "a1"): (9.0, 9.0),
+    ("t0", "a2"): (9.0, 9.0),
+    ("s0", "b0"): (0.3, 0.7),
+    ("s1", "b1"): (1.5, 1.2),
+    ("t0", "b2"): (-2.0, -2.5),
+}
+TARGET_V = {"s0": (5.0, 5.0), "s1": (2.0, 4.0), "t0": (5.0, 5.0), "s2": (10.0, 20.0), "t1": (-3.0, -5.0)}
+
+
+def _hand_batch() -> TransitionBatch:
+    return TransitionBatch(
+        observations=["s0", "s1", "t0"],
+        actions=["a0", "a1", "a2"],
+        rewards=torch.tensor([-1.0, 0.0, -1.0]),
+        next_observations=["s1", "s2", "t1"],
+        terminated=torch.tensor([0.0, 1.0, 0.0]),
+        truncated=torch.tensor([0.0, 0.0, 1.0]),
+        # Far from every target: a step that mixed in Monte-Carlo returns (q_target_mc_weight > 0) would show.
+        mc_returns=torch.tensor([100.0, 100.0, 100.0]),
+        episode_returns=torch.tensor([-1.0, -1.0, -1.0]),
+    )
+
+
+def _hand_learner(bootstrap_on_truncation: bool) -> tuple[CriticLearner, _LookupCritic, list[tuple]]:
+    critic = _LookupCritic(ONLINE_Q, ONLINE_V)
+    seen: list[tuple] = []
+
+    def recording_loss(*args: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        seen.append(tuple(a.detach().clone() for a in args))
+        return archer_critic_loss(*args)
+
+    learner = CriticLearner(
+        critic,
+        Accelerator(cpu=True),
+        recording_loss,
+        lr=0.1,
+        gamma=0.9,
+        tau=0.5,
+        micro_batch_size=3,
+        max_grad_norm=1.0,
+        bootstrap_on_truncation=bootstrap_on_truncation,
+        mc_weight=0.0,
+    )
+    with torch.no_grad():
+        target = learner.target_critic
+        target.q_table.copy_(torch.tensor([TARGET_Q[pair] for pair in target.pairs]))
+        target.v_table.copy_(torch.tensor([TARGET_V[state] for state in target.states]))
+    return learner, critic, seen
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "q1_target", "q2_target", "q1_loss", "q2_loss", "loss"),
+    [
+        # Q targets r + 0.9 * (1 - done) * Vbar_i(s'):
+        #   s0: -1 + 0.9 * 2 = 0.8 and -1 + 0.9 * 4 = 2.6 (Vbar(s1) = (2, 4));
+        #   s1: terminated, 0 + 0 = 0 for both (Vbar(s2) = (10, 20) unused);
+        #   t0: truncated counts as done: -1 for both.
+        # Q errors Q - y: q1 (0 - 0.8, 1 - 0, -2 + 1) = (-0.8, 1, -1), squares sum 2.64, mean 0.88;
+        #                 q2 (1 - 2.6, 0 - 0, -1 + 1) = (-1.6, 0, 0), squares sum 2.56, mean 0.853333.
+        # Loss = (2.64 + 2.56 + 1.74 + 0.78) / 3 = 7.72 / 3 (V parts below).
+        (False, [0.8, 0.0, -1.0], [2.6, 0.0, -1.0], 0.88, 2.56 / 3, 7.72 / 3),
+        # Bootstrapping through the truncation: t0's targets become -1 + 0.9 * (-3) = -3.7 and -1 + 0.9 * (-5) =
+        # -5.5 (Vbar(t1) = (-3, -5)); errors -2 + 3.7 = 1.7 and -1 + 5.5 = 4.5.
+        # q1: 0.64 + 1 + 2.89 = 4.53, mean 1.51; q2: 2.56 + 0 + 20.25 = 22.81, mean 7.603333.
+        # Loss = (4.53 + 22.81 + 1.74 + 0.78) / 3 = 29.86 / 3.
+        (True, [0.8, 0.0, -3.7], [2.6, 0.0, -5.5], 1.51, 22.81 / 3, 29.86 / 3),
+    ],
+)
+def test_one_archer_critic_step_hand_built_targets_and_loss(
+    bootstrap: bool, q1_target: list, q2_target: list, q1_loss: float, q2_loss: float, loss: float
+) -> None:
+    learner, _, seen = _hand_learner(bootstrap)
+    metrics = learner.step(_hand_batch(), ["b0", "b1", "b2"], iteration=1, step=0)
+    (q1, q2, v1, v2, y_q1, y_q2, y_v1, y_v2) = seen[0]
+    # The online critic's own values at (s, a) and s, as tabled.
+    assert q1.tolist() == [0.0, 1.0, -2.0] and q2.tolist() == [1.0, 0.0, -1.0]
+    assert v1.tolist() == [1.0, 1.0, -1.0] and v2.tolist() == [0.0, 1.0, -3.0]
+    assert y_q1.tolist() == pytest.approx(q1_target, abs=1e-6)
+    assert y_q2.tolist() == pytest.approx(q2_target, abs=1e-6)
+    # V targets Qbar_i(s, a~) at the fresh samples, per head: (0.3, 1.5, -2.0) and (0.7, 1.2, -2.5).
+    assert y_v1.tolist() == pytest.approx([0.3, 1.5, -2.0], abs=1e-6)
+    assert y_v2.tolist() == pytest.approx([0.7, 1.2, -2.5], abs=1e-6)
+    # V errors V - y: v1 (0.7, -0.5, 1), squares sum 1.74, mean 0.58; v2 (-0.7, -0.2, -0.5), 0.78, mean 0.26.
+    assert metrics["critic/q1_loss"] == pytest.approx(q1_loss, abs=1e-5)
+    assert metrics["critic/q2_loss"] == pytest.approx(q2_loss, abs=1e-5)
+    assert metrics["critic/v1_loss"] == pytest.approx(0.58, abs=1e-5)
+    assert metrics["critic/v2_loss"] == pytest.approx(0.26, abs=1e-5)
+    assert metrics["critic/loss"] == pytest.approx(loss, abs=1e-5)
+
+
+def test_one_archer_critic_step_adam_and_polyak_by_hand() -> None:
+    learner, critic, _ = _hand_learner(bootstrap_on_truncation=False)
+    metrics = learner.step(_hand_batch(), ["b0", "b1", "b2"], iteration=1, step=0)
+    # Each table entry's gradient is 2 * error / 3 (the MSE over 3 rows); errors as in the test above. Pre-clip norm:
+    # (2 / 3) * sqrt(0.64 + 1 + 1 + 2.56 + 0.49 + 0.25 + 1 + 0.49 + 0.04 + 0.25) = (2 / 3) * sqrt(7.72) = 1.852326.
+    assert metrics["critic/grad_norm"] == pytest.approx(1.852326, abs=1e-5)
+    # Adam's first step moves every entry with a non-zero gradient by lr = 0.1 against the gradient's sign, whatever
+    # the clipping's scale (m / sqrt(v) = g / |g|); entries with zero error or unread stay.
+    assert critic.q("s0", "a0") == pytest.approx([0.1, 1.1], abs=1e-6)  # errors -0.8, -1.6: both up
+    assert critic.q("s1", "a1") == pytest.approx([0.9, 0.0], abs=1e-6)  # errors 1, 0
+    assert critic.q("t0", "a2") == pytest.approx([-1.9, -1.0], abs=1e-6)  # errors -1, 0
+    assert critic.q("s0", "b0") == pytest.approx([-7.0, -7.0], abs=1e-6)  # never read by the online critic
+    assert critic.v("s0") == pytest.approx([0.9, 0.1], abs=1e-6)  # errors 0.7, -0.7
+    assert critic.v("s1") == pytest.approx([1.1, 1.1], abs=1e-6)  # errors -0.5, -0.2
+    assert critic.v("t0") == pytest.approx([-1.1, -2.9], abs=1e-6)  # errors 1, -0.5
+    assert critic.v("t1") == pytest.approx([0.0, 0.0], abs=1e-6)
+    # Then one Polyak update with tau = 0.5: target <- 0.5 * target + 0.5 * (updated) online.
+    target = learner.target_critic
+    assert target.v("s1") == pytest.approx([0.5 * 2 + 0.5 * 1.1, 0.5 * 4 + 0.5 * 1.1], abs=1e-6)  # 1.55, 2.55
+    assert target.v("t1") == pytest.approx([-1.5, -2.5], abs=1e-6)
+    assert target.v("s2") == pytest.approx([5.0, 10.0], abs=1e-6)
+    assert target.q("s0", "a0") == pytest.approx([4.55, 5.05], abs=1e-6)  # 0.5 * 9 + 0.5 * 0.1, 0.5 * 9 + 0.5 * 1.1
+    assert target.q("s0", "b0") == pytest.approx([-3.35, -3.15], abs=1e-6)  # 0.5 * 0.3 - 3.5, 0.5 * 0.7 - 3.5
+    assert target.q("t0", "b2") == pytest.approx([-4.5, -4.75], abs=1e-6)  # 0.5 * -2 - 3.5, 0.5 * -2.5 - 3.5
+    assert not target.q_table.requires_grad and all(p.grad is None for p in critic.parameters())

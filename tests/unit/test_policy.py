@@ -60,7 +60,7 @@ def _unpadded_per_token_logprobs(policy: LanguagePolicy, observation: str, actio
 def test_batched_padded_logprobs_equal_per_example_per_token_ones(policy: LanguagePolicy) -> None:
     newline = policy.stop_token_id
     actions = [[40, 41, 42, newline], [7], [100, 101, 102, 103, 104, 105, newline], [55, newline]]
-    logprobs, mask = policy.token_logprobs(OBSERVATIONS, actions)
+    logprobs, mask = policy.token_logprobs(OBSERVATIONS, actions, as_sampled=False)
 
     assert logprobs.shape == mask.shape == (4, 7)
     assert mask.sum(dim=1).tolist() == [4, 1, 7, 2]
@@ -68,12 +68,14 @@ def test_batched_padded_logprobs_equal_per_example_per_token_ones(policy: Langua
         expected = _unpadded_per_token_logprobs(policy, observation, action)
         torch.testing.assert_close(logprobs[i, : len(action)], expected, rtol=0, atol=1e-5)
         assert torch.all(logprobs[i, len(action) :] == 0)
-    torch.testing.assert_close(policy.sequence_logprobs(OBSERVATIONS, actions), (logprobs * mask).sum(dim=1))
+    torch.testing.assert_close(
+        policy.sequence_logprobs(OBSERVATIONS, actions, as_sampled=False), (logprobs * mask).sum(dim=1)
+    )
 
 
 def test_logprobs_are_differentiable(policy: LanguagePolicy) -> None:
     actions = policy.encode_actions(["Is it a dog?", "Is it a cat?", "Is it big?", "No"])
-    policy.sequence_logprobs(OBSERVATIONS, actions).sum().backward()
+    policy.sequence_logprobs(OBSERVATIONS, actions, as_sampled=False).sum().backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in policy.model.parameters())
     assert policy.model.transformer.wte.weight.grad.abs().sum() > 0
 
@@ -82,10 +84,10 @@ def test_compiled_scoring_gives_the_eager_numbers_and_gradients(make_policy: Cal
     eager, compiled = make_policy(), make_policy(compile=True)
     actions = eager.encode_actions(["Is it a dog?", "Is it a cat?", "Is it big?", "No"])
     for policy in (eager, compiled):
-        policy.sequence_logprobs(OBSERVATIONS, actions).sum().backward()
+        policy.sequence_logprobs(OBSERVATIONS, actions, as_sampled=False).sum().backward()
     torch.testing.assert_close(
-        compiled.sequence_logprobs(OBSERVATIONS, actions),
-        eager.sequence_logprobs(OBSERVATIONS, actions),
+        compiled.sequence_logprobs(OBSERVATIONS, actions, as_sampled=False),
+        eager.sequence_logprobs(OBSERVATIONS, actions, as_sampled=False),
         atol=1e-5,
         rtol=0,
     )
@@ -113,7 +115,7 @@ def test_greedy_actions_are_scored_as_generate_scored_them(
     monkeypatch.setattr(policy.model, "generate", generate_with_logits)
     generation = policy.generate(OBSERVATIONS, greedy=True)
     steps = F.log_softmax(torch.stack(captured[0].logits, dim=1), dim=-1)  # (B, new tokens, V)
-    logprobs, mask = policy.token_logprobs(OBSERVATIONS, generation.token_ids)
+    logprobs, mask = policy.token_logprobs(OBSERVATIONS, generation.token_ids, as_sampled=False)
 
     for i, ids in enumerate(generation.token_ids):
         chosen = torch.tensor(ids)
@@ -131,7 +133,7 @@ def _train_to_say(policy: LanguagePolicy, action: str, steps: int = 150) -> None
     policy.model.train()
     for _ in range(steps):
         optimiser.zero_grad()
-        (-policy.sequence_logprobs(OBSERVATIONS, targets).mean()).backward()
+        (-policy.sequence_logprobs(OBSERVATIONS, targets, as_sampled=False).mean()).backward()
         optimiser.step()
 
 
@@ -145,7 +147,7 @@ def test_terminator_is_kept_in_token_ids_scored_and_cut_from_texts(policy: Langu
     assert expected_ids[-1] == policy.stop_token_id
     assert generation.token_ids == [expected_ids] * len(OBSERVATIONS)
     assert generation.texts == ["Is it a dog?"] * len(OBSERVATIONS)
-    logprobs, mask = policy.token_logprobs(OBSERVATIONS, generation.token_ids)
+    logprobs, mask = policy.token_logprobs(OBSERVATIONS, generation.token_ids, as_sampled=False)
     assert mask[:, len(expected_ids) - 1].eq(1).all()
     assert logprobs[:, len(expected_ids) - 1].gt(-0.5).all()  # the learned "stop here" is scored
 
@@ -202,7 +204,7 @@ def test_long_prompts_are_truncated_on_the_left_in_both_paths(policy: LanguagePo
     long_observation = "Questions:\n" + "Is it alive? Yes.\n" * 40
     tail_ids = policy.tokenizer(long_observation)["input_ids"][-policy.cfg.max_prompt_tokens :]
     action = policy.encode_actions(["Is it a dog?"])[0]
-    logprobs, _ = policy.token_logprobs([long_observation], [action])
+    logprobs, _ = policy.token_logprobs([long_observation], [action], as_sampled=False)
     values = [
         F.log_softmax(policy.model(input_ids=torch.tensor([tail_ids + action[:j]])).logits[0, -1], dim=-1)[token]
         for j, token in enumerate(action)
@@ -252,7 +254,7 @@ def test_tokens_containing_the_stop_string_also_terminate(tiny_corpus: list[str]
 def test_lora_policy_generates_and_scores(make_policy: Callable[..., LanguagePolicy]) -> None:
     policy = make_policy(use_lora=True, lora_target_modules=["c_attn"], lora_r=4)
     generation = policy.generate(OBSERVATIONS, greedy=True)
-    logprobs, mask = policy.token_logprobs(OBSERVATIONS, generation.token_ids)
+    logprobs, mask = policy.token_logprobs(OBSERVATIONS, generation.token_ids, as_sampled=False)
     assert logprobs.shape == mask.shape
     (logprobs * mask).sum().backward()
     assert all(p.grad is not None for p in policy.model.parameters() if p.requires_grad)
@@ -279,7 +281,7 @@ def test_packed_logprobs_equal_per_turn_logprobs(policy: LanguagePolicy) -> None
     # An empty observation, an action longer than max_new_tokens and a turn whose text is in no other
     # observation are scored on their own; the rest share two packed rows.
     actions = first[1] + second[1] + ["Is it a dog?", "Is it " + "very " * 30 + "big?", "Is it blue?"]
-    expected, expected_mask = policy.token_logprobs(observations, policy.encode_actions(actions))
+    expected, expected_mask = policy.token_logprobs(observations, policy.encode_actions(actions), as_sampled=False)
     packed, packed_mask = policy.packed_token_logprobs(observations, actions)
     torch.testing.assert_close(packed_mask, expected_mask)
     torch.testing.assert_close(packed, expected, rtol=1e-5, atol=1e-5)

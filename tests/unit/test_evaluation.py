@@ -1,0 +1,32 @@
+"""The fixed evaluation game lists and the evaluation metrics' names."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from archer.config import EvalConfig
+from archer.evaluation import EvalResult, evaluation_game_ids, sampled_evaluation_game_ids
+
+
+def test_sampled_games_cycle_through_the_evaluation_games_in_a_seeded_order() -> None:
+    cfg = EvalConfig(sampled_episodes=10, seed=7)
+    ids = sampled_evaluation_game_ids(cfg, range(4))
+    assert len(ids) == 10
+    assert sorted(ids[:4]) == [0, 1, 2, 3]  # one pass over every game first
+    assert ids[4:8] == ids[:4] and ids[8:] == ids[:2]  # then the same order again
+    assert sorted(Counter(ids).values()) == [2, 2, 3, 3]  # every game as often as another, to within one
+    assert sampled_evaluation_game_ids(cfg, range(4)) == ids  # fixed by the seed
+    assert sampled_evaluation_game_ids(EvalConfig(sampled_episodes=0), range(4)) == []
+    # With num_episodes set, the sampled games cycle through the greedy evaluation's games.
+    drawn = EvalConfig(num_episodes=3, seed=7, sampled_episodes=6)
+    assert sorted(sampled_evaluation_game_ids(drawn, range(100))[:3]) == sorted(evaluation_game_ids(drawn, range(100)))
+
+
+def test_sampled_metrics_mirror_the_greedy_names() -> None:
+    result = EvalResult(returns=[-3.0, -5.0], successes=[True, False], lengths=[3, 5])
+    # mean (-3 - 5) / 2 = -4; population std |(-3) - (-4)| = 1; one win in two; mean length 4.
+    expected = {"return_mean": -4.0, "return_std": 1.0, "success_rate": 0.5, "length_mean": 4.0, "episodes": 2.0}
+    assert result.metrics() == pytest.approx({f"eval/{k}": v for k, v in expected.items()})
+    assert result.metrics(kind="sampled_") == pytest.approx({f"eval/sampled_{k}": v for k, v in expected.items()})
