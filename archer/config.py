@@ -1181,7 +1181,9 @@ class RunConfig:
             runs have one, critic and target critic start this run: offline to online in one command. The model
             sizes must match. Ignored when this run resumes from its own checkpoint.
         prefill_buffer_from_data: online algorithms start with the offline dataset (``data``) in the replay buffer.
-        resume: continue from the checkpoint in ``run_dir`` when there is one (it must come from the same config).
+        resume: continue from the checkpoint in ``run_dir`` when there is one (it must come from the same config;
+            a refusal lists the keys that differ). ``false``, or no checkpoint, starts over: files an earlier run
+            left in ``run_dir`` (checkpoint, metrics, config, policy) first move to ``run_dir/previous-<time>/``.
         save_every_iters: write the checkpoint (and the policy folder) after every this many iterations.
         process_group_timeout_s: how long a process waits for the others at a collective before failing (long
             rollouts on one process hold the others at the exchange; the reference meant to set 300 minutes and
