@@ -344,7 +344,8 @@ class WebShopEnvConfig(EnvConfig):
         show_attributes: show the ``[Attributes]`` button on item pages (the reference ran WebShop with ``--attrs``).
         server_url: ``null`` plays the in-process shop; an ``http://host:port`` URL plays a WebShop server
             (Princeton's ``web_agent_site`` or ``python -m archer.envs.webshop.server``) over HTTP.
-        request_timeout_s: seconds to wait for one HTTP answer.
+        request_timeout_s: deadline in seconds for one HTTP request as a whole (connecting, headers and body), so a
+            server that trickles its answer fails in time like one that sends nothing.
         request_retries: further attempts after a connection error, timeout or 5xx answer.
         retry_backoff_s: wait before the first retry, doubled for each further one.
         max_concurrent_requests: HTTP requests in flight at once (a batch's pages are fetched concurrently).
