@@ -37,6 +37,11 @@ def _check_choice(value: str, key: str, choices: tuple[str, ...]) -> None:
     _check(value in choices, key, f"got {value!r}; choose one of {', '.join(choices)}")
 
 
+def _check_path(value: str | None, key: str, instead: str) -> None:
+    """A path-like value is null or names something: ``''`` would silently mean the working directory."""
+    _check(value is None or bool(value.strip()), key, f"is empty; {instead}")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Models
 # ---------------------------------------------------------------------------------------------------------------
@@ -131,7 +136,8 @@ class PolicyConfig:
     compile: bool = False
 
     def validate(self, prefix: str = "model.policy") -> None:
-        _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
+        _check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', a hub name or a folder")
+        _check_path(self.reference_checkpoint, f"{prefix}.reference_checkpoint", "give a .pt file, or null for none")
         self.embedded.validate(f"{prefix}.embedded")
         _check_choice(self.dtype, f"{prefix}.dtype", DTYPES)
         _check(self.max_prompt_tokens > 0, f"{prefix}.max_prompt_tokens", "must be positive")
@@ -231,7 +237,7 @@ class CriticConfig:
     turns: TurnReaderConfig = field(default_factory=TurnReaderConfig)
 
     def validate(self, prefix: str = "model.critic") -> None:
-        _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
+        _check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', 'policy', a hub name or a folder")
         self.embedded.validate(f"{prefix}.embedded")
         _check_choice(self.pooling, f"{prefix}.pooling", POOLINGS)
         _check_choice(self.q_input, f"{prefix}.q_input", Q_INPUTS)
@@ -320,6 +326,7 @@ class TwentyQuestionsEnvConfig(EnvConfig):
     def validate(self) -> None:
         super().validate()
         _check_choice(self.oracle, "env.oracle", ("knowledge_base", "t5"))
+        _check_oracle_paths(self.oracle_path, self.oracle_base_model)
         _check_choice(self.answer_normalisation, "env.answer_normalisation", ("reference", "word"))
         _check_choice(self.words, "env.words", ("full", "subset10"))
         _check_choice(self.success_check, "env.success_check", ("last_word", "last_phrase"))
@@ -419,9 +426,15 @@ class GuessMyCityEnvConfig(EnvConfig):
     def validate(self) -> None:
         super().validate()
         _check_choice(self.oracle, "env.oracle", ("knowledge_base", "t5"))
+        _check_oracle_paths(self.oracle_path, self.oracle_base_model)
         _check_choice(self.match, "env.match", ("reference", "word"))
         if self.oracle == "t5":
             _check(self.oracle_path is not None, "env.oracle_path", "the t5 oracle needs its checkpoint file")
+
+
+def _check_oracle_paths(oracle_path: str | None, base_model: str) -> None:
+    _check_path(oracle_path, "env.oracle_path", "give the t5 oracle's checkpoint file, or null")
+    _check_path(base_model, "env.oracle_base_model", "give a hub name or a folder")
 
 
 def _check_noise_levels(levels: list[float], key: str) -> None:
@@ -457,7 +470,7 @@ class AdventureEnvConfig(EnvConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check(bool(self.game_path), "env.game_path", "name the story file (Detective: dataset/detective.z5)")
+        _check_path(self.game_path, "env.game_path", "give the story file (Detective: dataset/detective.z5)")
         _check_choice(self.observation_format, "env.observation_format", ("labelled", "reference"))
         _check_noise_levels(self.data_noise_levels, "env.data_noise_levels")
 
@@ -1111,6 +1124,7 @@ class OfflineDataConfig:
     generate_seed: int = 1234
 
     def validate(self) -> None:
+        _check_path(self.path, "data.path", "give a dataset file, or null to generate one")
         _check(self.generate_episodes > 0, "data.generate_episodes", "must be positive")
 
 
@@ -1214,6 +1228,9 @@ class RunConfig:
 
     def validate(self) -> None:
         _check_choice(self.mode, "mode", ("train", "evaluate"))
+        _check_path(self.run_dir, "run_dir", "give a folder, or null for Hydra's run directory")
+        _check_path(self.cache_dir, "cache_dir", "give a folder, or null for $ARCHER_CACHE_DIR or ~/.cache/archer")
+        _check_path(self.init_from, "init_from", "give the folder of a finished run, or null to start from scratch")
         self.algorithm.validate()
         self.env.validate()
         self.model.validate()
