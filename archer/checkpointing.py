@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from archer.errors import ArcherError
+
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 1
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(ArcherError, RuntimeError):
     """A checkpoint that cannot be used: corrupt, from another config, or of an unknown format."""
 
 

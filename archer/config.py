@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from archer.errors import ArcherError
+
 DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler", "last")
 Q_INPUTS = ("separate", "joint")
@@ -24,7 +26,7 @@ POLICY_BODY = "policy"
 V_TARGET_ACTIONS = ("sample", "replay")
 
 
-class ConfigError(ValueError):
+class ConfigError(ArcherError, ValueError):
     """A configuration value or combination that cannot work; the message names the key and the fix."""
 
 

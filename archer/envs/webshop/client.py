@@ -42,6 +42,7 @@ from archer.envs.webshop.pages import (
     ScrapedPage,
     scrape,
 )
+from archer.errors import ArcherError
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ START_PAGE_TEXT = "Instruction:"
 START_PAGE_BUTTON = "Search"
 
 
-class WebShopServerError(RuntimeError):
+class WebShopServerError(ArcherError, RuntimeError):
     """The WebShop server could not be reached, kept failing, or is not a WebShop server; the message names the URL."""
 
 
