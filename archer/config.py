@@ -416,7 +416,9 @@ class GuessMyCityEnvConfig(EnvConfig):
         oracle_base_model: hub name or folder of the seq2seq model the state dict is loaded into.
         match: how a question wins and an answer leaks the city: ``reference`` (the reference's substring test, so
             any "climate" question wins for Lima; the default, to stay comparable) or ``word`` (any name of the
-            city, aliases such as Mumbai included, on word boundaries). The leak check uses the same rule.
+            city, aliases such as Mumbai included, on word boundaries). The leak check (the answer censor) uses the
+            same rule and, in both modes, also catches any name of the city starting a longer word ("Kievan",
+            "Shanghainese").
     """
 
     name: str = "guess_my_city"
