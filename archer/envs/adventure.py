@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from archer.config import AdventureEnvConfig, ConfigError, EnvConfig
-from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.base import BatchedTextEnv, StepResult, encodable
 from archer.errors import MissingExtraError, MissingFileError
 
 INSTALL_HINT = "pip install -e '.[jericho]'"
@@ -139,8 +139,8 @@ def clean_action(utterance: str) -> str:
 
     Text UTF-8 cannot encode (a lone surrogate, which a tokenizer's byte fallback can decode to) becomes ``?``.
     """
-    command = _CONTROL.sub(" ", utterance.split("\n", 1)[0]).strip()
-    encoded = command.encode("utf-8", errors="replace")
+    command = _CONTROL.sub(" ", encodable(utterance).split("\n", 1)[0]).strip()
+    encoded = command.encode("utf-8")
     # Cut at a byte; a character cut in half is dropped.
     return encoded[:MAX_ACTION_BYTES].decode("utf-8", errors="ignore").rstrip()
 
