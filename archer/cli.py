@@ -1,7 +1,7 @@
 """The command-line entry: turns a composed Hydra config into a typed ``RunConfig`` and trains.
 
-``scripts/run.py`` is a thin ``@hydra.main`` wrapper around ``main``; tests call ``to_run_config`` and
-``archer.trainer.train`` directly.
+``scripts/run.py`` is a thin ``@hydra.main`` wrapper around ``run_or_refuse`` (``main``, with the project's errors
+printed as one line); tests call ``to_run_config`` and ``archer.trainer.train`` directly.
 """
 
 from __future__ import annotations
