@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from archer.errors import ArcherError
+
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 1
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(ArcherError, RuntimeError):
     """A checkpoint that cannot be used: corrupt, from another config, or of an unknown format."""
 
 
@@ -56,6 +59,25 @@ def explicit_settings(config: Any) -> Any:
     return settings
 
 
+def fingerprint_settings(config: Any, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The settings ``config_fingerprint`` hashes: ``explicit_settings`` without the ``ignore`` keys, as plain JSON.
+
+    Args:
+        config: the run config (a dataclass, e.g. ``RunConfig``).
+        ignore: dotted keys left out (``"run_dir"``, ``"algorithm.num_iterations"``).
+    """
+    kept = copy.deepcopy(explicit_settings(config))
+    for key in ignore:
+        *parents, leaf = key.split(".")
+        node = kept
+        for parent in parents:
+            node = node.get(parent) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    # Through JSON, so settings read back from a checkpoint compare equal to freshly computed ones.
+    return json.loads(json.dumps(kept, sort_keys=True, default=str))
+
+
 def config_fingerprint(config: Any, ignore: tuple[str, ...] = ()) -> str:
     """A short hash of the config settings that must match for a checkpoint (or a cached model) to be reused.
 
@@ -66,15 +88,33 @@ def config_fingerprint(config: Any, ignore: tuple[str, ...] = ()) -> str:
         config: the run config (a dataclass, e.g. ``RunConfig``).
         ignore: dotted keys left out of the hash (``"run_dir"``, ``"algorithm.num_iterations"``).
     """
-    kept = copy.deepcopy(explicit_settings(config))
-    for key in ignore:
-        *parents, leaf = key.split(".")
-        node = kept
-        for parent in parents:
-            node = node.get(parent) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(leaf, None)
-    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    kept = fingerprint_settings(config, ignore)
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted key -> value; a section's class is listed under the section's own key."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key == "__type__":
+            if prefix:
+                flat[prefix.rstrip(".")] = f"<{value}>"
+        elif isinstance(value, dict) and "__type__" in value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``"key: old -> new"`` for every dotted key whose value differs (``default`` where a side keeps the default)."""
+    before, after = _flatten(old), _flatten(new)
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        if before.get(key, dataclasses.MISSING) != after.get(key, dataclasses.MISSING):
+            shown = [repr(side[key]) if key in side else "default" for side in (before, after)]
+            changes.append(f"{key}: {shown[0]} -> {shown[1]}")
+    return changes
 
 
 def rng_state() -> dict[str, Any]:
@@ -122,21 +162,55 @@ def save_checkpoint(directory: Path, state: dict[str, Any]) -> Path:
     return path
 
 
-def load_checkpoint(path: Path, expected_fingerprint: str | None = None) -> dict[str, Any]:
-    """Load a checkpoint, checking its format and (optionally) that it was written by the same config."""
+def _load_failure(error: Exception) -> str:
+    """What went wrong reading a checkpoint: the first sentence of torch's diagnosis, without its advice.
+
+    torch suggests retrying with ``weights_only=False`` (which runs any code a pickle carries) or allow-listing the
+    file's classes; neither is passed on.
+    """
+    message = str(error)
+    _, marker, detail = message.partition("WeightsUnpickler error:")
+    text = detail if marker else message
+    sentence = re.split(r"\.\s|\n\s*\n", text.strip(), maxsplit=1)[0].strip()
+    if not sentence or "weights_only" in sentence:
+        sentence = "the safe loader refused it"
+    return f"{type(error).__name__}: {sentence[:200]}"
+
+
+def load_checkpoint(
+    path: Path, expected_fingerprint: str | None = None, expected_settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Load a checkpoint, checking its format and (optionally) that it was written by the same config.
+
+    Args:
+        path: the checkpoint file.
+        expected_fingerprint: the fingerprint the checkpoint must carry (None: not checked).
+        expected_settings: the ``fingerprint_settings`` behind ``expected_fingerprint``; a refusal then lists the
+            keys whose values differ from those the checkpoint was written with.
+
+    Raises:
+        CheckpointError: the file is unreadable, of another format, or from another configuration.
+    """
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises several types for truncated or foreign files
         raise CheckpointError(
-            f"checkpoint {path} cannot be read ({type(error).__name__}: {error}); it is corrupt or not an archer "
+            f"checkpoint {path} cannot be read ({_load_failure(error)}); it is corrupt or not an archer "
             "checkpoint. Delete it to start over, or point run_dir elsewhere."
-        ) from error
+        ) from None
     if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} is not an archer checkpoint of format {FORMAT_VERSION}")
     if expected_fingerprint is not None and state.get("config_fingerprint") != expected_fingerprint:
+        stored = state.get("config_settings")
+        if isinstance(stored, str) and expected_settings is not None:
+            changes = settings_differences(json.loads(stored), expected_settings)
+            what = f"these keys differ (checkpoint -> now): {'; '.join(changes)}"
+        else:
+            # Checkpoints of earlier versions carry only the fingerprint.
+            what = f"fingerprint {state.get('config_fingerprint')} != {expected_fingerprint}; compare config.json"
         raise CheckpointError(
-            f"checkpoint {path} was written by a different configuration (fingerprint "
-            f"{state.get('config_fingerprint')} != {expected_fingerprint}). Resume with the same config, set "
-            "resume=false to start over in this folder, or choose another run_dir."
+            f"checkpoint {path} was written by a different configuration: {what}. Resume with the same config, set "
+            "resume=false to start over in this folder (the old run's files move to a previous-<time> folder), or "
+            "choose another run_dir."
         )
     return state

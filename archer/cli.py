@@ -1,12 +1,14 @@
 """The command-line entry: turns a composed Hydra config into a typed ``RunConfig`` and trains.
 
-``scripts/run.py`` is a thin ``@hydra.main`` wrapper around ``main``; tests call ``to_run_config`` and
-``archer.trainer.train`` directly.
+``scripts/run.py`` is a thin ``@hydra.main`` wrapper around ``run_or_refuse`` (``main``, with the project's errors
+printed as one line); tests call ``to_run_config`` and ``archer.trainer.train`` directly.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from archer.config import ConfigError, RunConfig, register_configs
+from archer.errors import ArcherError
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +66,46 @@ def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:
     if run_cfg.mode == "evaluate":
         return evaluate_saved_policy(run_cfg, folder)
     return train(run_cfg, folder)
+
+
+def describe_error(error: ArcherError) -> str:
+    """The one line the command line prints for a project error."""
+    label = "configuration error" if isinstance(error, ConfigError) else "error"
+    return f"{label}: {error}"
+
+
+def holds_only(folder: Path, names: frozenset[str]) -> bool:
+    """Whether ``folder`` exists and every entry in it is one of ``names``."""
+    return folder.is_dir() and all(entry.name in names for entry in folder.iterdir())
+
+
+def remove_run_folder(folder: Path) -> None:
+    """Remove ``folder`` after closing the log files open in it (Hydra's ``run.log``)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == folder.resolve():
+            handler.close()
+            root.removeHandler(handler)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_or_refuse(cfg: DictConfig, run_folder: Path, launcher_files: frozenset[str], log_file: str) -> None:
+    """``main(cfg)`` for ``scripts/run.py``: a project error ends the process with its message alone.
+
+    ``@hydra.main`` creates the run folder, with ``launcher_files`` in it (``.hydra/`` and the log ``log_file``),
+    before this is called. When the run is refused (an ``ArcherError``: a bad config, a missing dataset, an
+    unusable checkpoint, an absent server) and the folder held nothing but those files, with the log still empty,
+    the folder is removed: a refused run leaves no run folder behind. A folder holding anything else is kept.
+
+    Raises:
+        SystemExit: with the error's one-line message (exit status 1) on a project error; other errors are bugs and
+            propagate with their traceback.
+    """
+    log_path = run_folder / log_file
+    created_here = holds_only(run_folder, launcher_files) and (not log_path.exists() or log_path.stat().st_size == 0)
+    try:
+        main(cfg)
+    except ArcherError as error:
+        if created_here and holds_only(run_folder, launcher_files):
+            remove_run_folder(run_folder)
+        sys.exit(describe_error(error))

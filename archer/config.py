@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
+from archer.errors import ArcherError
+
 DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler", "last")
 Q_INPUTS = ("separate", "joint")
@@ -26,7 +28,7 @@ MINILM = "minilm"
 V_TARGET_ACTIONS = ("sample", "replay")
 
 
-class ConfigError(ValueError):
+class ConfigError(ArcherError, ValueError):
     """A configuration value or combination that cannot work; the message names the key and the fix."""
 
 
@@ -37,6 +39,11 @@ def _check(condition: bool, key: str, message: str) -> None:
 
 def _check_choice(value: str, key: str, choices: tuple[str, ...]) -> None:
     _check(value in choices, key, f"got {value!r}; choose one of {', '.join(choices)}")
+
+
+def _check_path(value: str | None, key: str, instead: str) -> None:
+    """A path-like value is null or names something: ``''`` would silently mean the working directory."""
+    _check(value is None or bool(value.strip()), key, f"is empty; {instead}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -141,7 +148,8 @@ class PolicyConfig:
     compile: bool = False
 
     def validate(self, prefix: str = "model.policy") -> None:
-        _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
+        _check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', a hub name or a folder")
+        _check_path(self.reference_checkpoint, f"{prefix}.reference_checkpoint", "give a .pt file, or null for none")
         self.embedded.validate(f"{prefix}.embedded")
         _check_choice(self.dtype, f"{prefix}.dtype", DTYPES)
         _check(self.max_prompt_tokens > 0, f"{prefix}.max_prompt_tokens", "must be positive")
@@ -261,7 +269,7 @@ class CriticConfig:
     turns: TurnReaderConfig = field(default_factory=TurnReaderConfig)
 
     def validate(self, prefix: str = "model.critic") -> None:
-        _check(bool(self.name_or_path), f"{prefix}.name_or_path", "must be 'embedded', a hub name or a folder")
+        _check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', 'policy', a hub name or a folder")
         self.embedded.validate(f"{prefix}.embedded")
         _check_choice(self.pooling, f"{prefix}.pooling", POOLINGS)
         _check_choice(self.q_input, f"{prefix}.q_input", Q_INPUTS)
@@ -350,6 +358,7 @@ class TwentyQuestionsEnvConfig(EnvConfig):
     def validate(self) -> None:
         super().validate()
         _check_choice(self.oracle, "env.oracle", ("knowledge_base", "t5"))
+        _check_oracle_paths(self.oracle_path, self.oracle_base_model)
         _check_choice(self.answer_normalisation, "env.answer_normalisation", ("reference", "word"))
         _check_choice(self.words, "env.words", ("full", "subset10"))
         _check_choice(self.success_check, "env.success_check", ("last_word", "last_phrase"))
@@ -374,7 +383,8 @@ class WebShopEnvConfig(EnvConfig):
         show_attributes: show the ``[Attributes]`` button on item pages (the reference ran WebShop with ``--attrs``).
         server_url: ``null`` plays the in-process shop; an ``http://host:port`` URL plays a WebShop server
             (Princeton's ``web_agent_site`` or ``python -m archer.envs.webshop.server``) over HTTP.
-        request_timeout_s: seconds to wait for one HTTP answer.
+        request_timeout_s: deadline in seconds for one HTTP request as a whole (connecting, headers and body), so a
+            server that trickles its answer fails in time like one that sends nothing.
         request_retries: further attempts after a connection error, timeout or 5xx answer.
         retry_backoff_s: wait before the first retry, doubled for each further one.
         max_concurrent_requests: HTTP requests in flight at once (a batch's pages are fetched concurrently).
@@ -436,7 +446,9 @@ class GuessMyCityEnvConfig(EnvConfig):
         oracle_base_model: hub name or folder of the seq2seq model the state dict is loaded into.
         match: how a question wins and an answer leaks the city: ``reference`` (the reference's substring test, so
             any "climate" question wins for Lima; the default, to stay comparable) or ``word`` (any name of the
-            city, aliases such as Mumbai included, on word boundaries). The leak check uses the same rule.
+            city, aliases such as Mumbai included, on word boundaries). The leak check (the answer censor) uses the
+            same rule and, in both modes, also catches any name of the city starting a longer word ("Kievan",
+            "Shanghainese").
     """
 
     name: str = "guess_my_city"
@@ -448,9 +460,15 @@ class GuessMyCityEnvConfig(EnvConfig):
     def validate(self) -> None:
         super().validate()
         _check_choice(self.oracle, "env.oracle", ("knowledge_base", "t5"))
+        _check_oracle_paths(self.oracle_path, self.oracle_base_model)
         _check_choice(self.match, "env.match", ("reference", "word"))
         if self.oracle == "t5":
             _check(self.oracle_path is not None, "env.oracle_path", "the t5 oracle needs its checkpoint file")
+
+
+def _check_oracle_paths(oracle_path: str | None, base_model: str) -> None:
+    _check_path(oracle_path, "env.oracle_path", "give the t5 oracle's checkpoint file, or null")
+    _check_path(base_model, "env.oracle_base_model", "give a hub name or a folder")
 
 
 def _check_noise_levels(levels: list[float], key: str) -> None:
@@ -486,7 +504,7 @@ class AdventureEnvConfig(EnvConfig):
 
     def validate(self) -> None:
         super().validate()
-        _check(bool(self.game_path), "env.game_path", "name the story file (Detective: dataset/detective.z5)")
+        _check_path(self.game_path, "env.game_path", "give the story file (Detective: dataset/detective.z5)")
         _check_choice(self.observation_format, "env.observation_format", ("labelled", "reference"))
         _check_noise_levels(self.data_noise_levels, "env.data_noise_levels")
 
@@ -1147,6 +1165,7 @@ class OfflineDataConfig:
     generate_seed: int = 1234
 
     def validate(self) -> None:
+        _check_path(self.path, "data.path", "give a dataset file, or null to generate one")
         _check(self.generate_episodes > 0, "data.generate_episodes", "must be positive")
 
 
@@ -1229,7 +1248,9 @@ class RunConfig:
             runs have one, critic and target critic start this run: offline to online in one command. The model
             sizes must match. Ignored when this run resumes from its own checkpoint.
         prefill_buffer_from_data: online algorithms start with the offline dataset (``data``) in the replay buffer.
-        resume: continue from the checkpoint in ``run_dir`` when there is one (it must come from the same config).
+        resume: continue from the checkpoint in ``run_dir`` when there is one (it must come from the same config;
+            a refusal lists the keys that differ). ``false``, or no checkpoint, starts over: files an earlier run
+            left in ``run_dir`` (checkpoint, metrics, config, policy) first move to ``run_dir/previous-<time>/``.
         save_every_iters: write the checkpoint (and the policy folder) after every this many iterations.
         process_group_timeout_s: how long a process waits for the others at a collective before failing (long
             rollouts on one process hold the others at the exchange; the reference meant to set 300 minutes and
@@ -1259,6 +1280,9 @@ class RunConfig:
 
     def validate(self) -> None:
         _check_choice(self.mode, "mode", ("train", "evaluate"))
+        _check_path(self.run_dir, "run_dir", "give a folder, or null for Hydra's run directory")
+        _check_path(self.cache_dir, "cache_dir", "give a folder, or null for $ARCHER_CACHE_DIR or ~/.cache/archer")
+        _check_path(self.init_from, "init_from", "give the folder of a finished run, or null to start from scratch")
         self.algorithm.validate()
         self.env.validate()
         self.model.validate()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from archer.config import LoggingConfig
+from archer.errors import MissingExtraError
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class Tracker:
             try:
                 import wandb
             except ImportError as error:
-                raise ImportError("logging.use_wandb=true needs wandb: pip install -e '.[wandb]'") from error
+                raise MissingExtraError("logging.use_wandb=true needs wandb: pip install -e '.[wandb]'") from error
             self._wandb = wandb.init(
                 project=cfg.wandb_project,
                 entity=cfg.wandb_entity,

@@ -11,6 +11,7 @@ One iteration, in order:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import statistics
@@ -31,6 +32,7 @@ from archer.checkpointing import (
     CHECKPOINT_FILE,
     CheckpointError,
     config_fingerprint,
+    fingerprint_settings,
     load_checkpoint,
     rng_state,
     save_checkpoint,
@@ -48,7 +50,7 @@ from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, policy_weights, save_policy
 from archer.models.policy import LanguagePolicy
 from archer.models.sharding import full_state, gathered, is_sharded, shard_like, shard_policy
-from archer.tracking import Tracker
+from archer.tracking import CURVE_FILE, METRICS_FILE, Tracker
 from archer.utils import atomic_write_json, atomic_write_text, process_seed, resolve_cache_dir, seed_everything
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,13 @@ log.addFilter(_MainProcessFilter())
 
 POLICY_FOLDER = "policy"
 CRITIC_ENCODER_FOLDER = "critic_encoder"
+CONFIG_FILE = "config.json"
 PRETRAIN_DONE = "PRETRAINED"
+# What a training run writes into its folder, the checkpoint first: a fresh start moves them aside in this order, so
+# a start killed half way leaves records without a checkpoint (the next start moves them too), never a checkpoint
+# with another run's records.
+RUN_RECORDS = (CHECKPOINT_FILE, METRICS_FILE, CONFIG_FILE, CURVE_FILE, POLICY_FOLDER, CRITIC_ENCODER_FOLDER)
+PREVIOUS_PREFIX = "previous-"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
 # be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
 # sampled evaluation games never touch training's state, so they can be switched on for the rest of a run).
@@ -138,6 +146,7 @@ class Trainer:
         self.progress = cfg.logging.progress_bars and self.accelerator.is_main_process
         self.cache_dir = resolve_cache_dir(cfg.cache_dir)
         self.config_dict: dict[str, Any] = asdict(cfg)
+        self.settings = fingerprint_settings(cfg, ignore=RESUMABLE_KEYS)
         self.fingerprint = config_fingerprint(cfg, ignore=RESUMABLE_KEYS)
         policy_cfg = cfg.model.policy
         if cfg.pretrain is not None:
@@ -194,13 +203,16 @@ class Trainer:
         if cfg.resume and (self.run_dir / CHECKPOINT_FILE).exists():
             self._resume()
         else:
-            # A fresh start in a folder that already holds records (resume=false, or a run killed before its first
-            # checkpoint) starts a fresh record too.
-            self.tracker.truncate_after(-1)
             if cfg.init_from is not None:
                 self._initialise_from(Path(cfg.init_from).expanduser())
+            # A fresh start in a folder that already holds records (resume=false, or a run killed before its first
+            # checkpoint) keeps them: they move aside, so the folder never mixes two runs.
             if self.accelerator.is_main_process:
-                atomic_write_json(self.run_dir / "config.json", self.config_dict)
+                previous = move_previous_run(self.run_dir)
+                if previous is not None:
+                    log.info("starting over: the earlier run's files are now in %s", previous)
+                atomic_write_json(self.run_dir / CONFIG_FILE, self.config_dict)
+            self.accelerator.wait_for_everyone()
 
     def _pretrained_policy(self) -> Path:
         """Folder of the starting policy built by ``cfg.pretrain``: trained once, then reused from the cache."""
@@ -337,6 +349,8 @@ class Trainer:
     ) -> None:
         state = {
             "config_fingerprint": self.fingerprint,
+            # What the fingerprint hashes, so a refused resume can name the keys that changed.
+            "config_settings": json.dumps(self.settings, sort_keys=True),
             "iteration": iteration,
             "algorithm": algorithm_state if algorithm_state is not None else self.algorithm.state_dict(),
             "process_states": process_states,
@@ -352,7 +366,9 @@ class Trainer:
             save_policy(encoder.encoder, encoder.tokenizer, self.run_dir / CRITIC_ENCODER_FOLDER)
 
     def _resume(self) -> None:
-        state = load_checkpoint(self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint)
+        state = load_checkpoint(
+            self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint, expected_settings=self.settings
+        )
         process_states = state["process_states"]
         if len(process_states) != self.accelerator.num_processes:
             raise CheckpointError(
@@ -373,6 +389,10 @@ class Trainer:
         self.start_iteration = int(state["iteration"])
         self.env_trajectories = int(state["env_trajectories"])
         self.tracker.truncate_after(self.start_iteration)
+        if self.accelerator.is_main_process:
+            # A checkpoint write that was killed leaves its temporary file; the checkpoint itself is whole.
+            for stray in self.run_dir.glob(".checkpoint.*.tmp"):
+                stray.unlink(missing_ok=True)
         log.info("resumed from %s at iteration %d", self.run_dir / CHECKPOINT_FILE, self.start_iteration)
 
     # ---- the loop ----------------------------------------------------------------------------------------
@@ -435,6 +455,31 @@ class Trainer:
         self.tracker.finish()
         self.accelerator.wait_for_everyone()
         return last
+
+
+def move_previous_run(run_dir: Path) -> Path | None:
+    """Move the files an earlier run left in ``run_dir`` into ``run_dir/previous-<time>/``.
+
+    Moved: ``RUN_RECORDS`` and the temporary files of a checkpoint write that was killed. Hydra's own files
+    (``.hydra/``, ``run.log``) and earlier ``previous-*`` folders stay.
+
+    Returns:
+        The folder they went to, or None when there was nothing to move.
+    """
+    found = [run_dir / name for name in RUN_RECORDS if (run_dir / name).exists()]
+    found += sorted(run_dir.glob(".checkpoint.*.tmp"))
+    if not found:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = run_dir / f"{PREVIOUS_PREFIX}{stamp}"
+    suffix = 1
+    while target.exists():
+        target = run_dir / f"{PREVIOUS_PREFIX}{stamp}-{suffix}"
+        suffix += 1
+    target.mkdir()
+    for path in found:
+        os.replace(path, target / path.name)
+    return target
 
 
 def check_launch(accelerator: Accelerator) -> None:

@@ -9,13 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from archer.errors import ArcherError
 
-class DatasetError(ValueError):
+
+class DatasetError(ArcherError, ValueError):
     """A dataset file that cannot be used; the message names the file, the record and what is wrong."""
 
 
 def read_json_list(path: str, missing: str, items: str, error: type[DatasetError] = DatasetError) -> list[Any]:
-    """The top-level JSON list of ``path``.
+    """The top-level JSON list of ``path``, which must hold at least one record.
 
     Args:
         path: the file.
@@ -34,6 +36,9 @@ def read_json_list(path: str, missing: str, items: str, error: type[DatasetError
         raise error(f"{path}: not UTF-8 text ({exc}); expected a JSON list of {items}") from exc
     if not isinstance(records, list):
         raise error(f"{path}: the top level is a JSON {type(records).__name__}, expected a list of {items}")
+    if not records:
+        # Caught here, naming the file, rather than as an empty replay buffer deep in training.
+        raise error(f"{path}: holds no {items} (an empty list); give a file with at least one")
     return records
 
 

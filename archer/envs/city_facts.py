@@ -641,7 +641,8 @@ LANGUAGE_NAMES: dict[str, tuple[str, ...]] = {
     "turkish": ("turkish",),
     "mandarin": ("mandarin", "mandarin chinese", "putonghua", "chinese"),
     "cantonese": ("cantonese", "chinese"),
-    "shanghainese": ("shanghainese", "wu chinese", "chinese"),
+    # Named "Wu Chinese", not "Shanghainese": an answer about Shanghai must not hold the city's name inside a word.
+    "wu chinese": ("wu chinese", "shanghainese", "chinese"),
     "taiwanese hokkien": ("hokkien", "taiwanese", "taiwanese hokkien", "chinese"),
     "japanese": ("japanese",),
     "thai": ("thai",),
@@ -1217,7 +1218,7 @@ CITIES: tuple[City, ...] = (
         capital="none",
         size="megacity",
         age="medieval",
-        languages=("mandarin", "shanghainese"),
+        languages=("mandarin", "wu chinese"),
         landmarks=("the Bund", "the Oriental Pearl Tower", "Yu Garden", "one of the world's tallest skyscrapers"),
         foods=("xiaolongbao soup dumplings", "hairy crab", "red-braised pork"),
         sports=("football", "basketball", "Formula One"),
@@ -2727,7 +2728,7 @@ CITIES: tuple[City, ...] = (
         landmarks=("Saint Sophia Cathedral", "the Monastery of the Caves", "Independence Square", "the Golden Gate"),
         foods=("borscht", "varenyky dumplings", "a famous chicken dish named after it"),
         sports=("football",),
-        known_for="golden-domed churches and monasteries and its history as the cradle of Kievan Rus",
+        known_for="golden-domed churches and monasteries and its history as the cradle of the medieval Rus' state",
         tags=_tags("churches football_city universities nightlife"),
     ),
     City(

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from archer.envs.city_facts import (
     AGE_TEXT,
@@ -133,6 +133,29 @@ def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
 # ------------------------------------------------------------------------------------------------ tables
 
 
+# Phrases that contain a city's name but mean something else.
+NOT_THE_CITY = (
+    "el salvador",
+    "santiago de cuba",
+    "santiago de compostela",
+    "new taipei",
+    "paris of the",
+    "little paris",
+    "lima bean",
+    "lima beans",
+    "plaster of paris",
+    "rome georgia",
+    "mexico city",
+    # Words that start with a city's name and say nothing about it (``leaks_city``).
+    "california",
+    "californian",
+    "roman catholic",
+    "roman catholics",
+    "romania",
+    "romanian",
+)
+
+
 def _city_table() -> dict[str, object]:
     table: dict[str, object] = {}
     for city in CITIES:
@@ -140,20 +163,7 @@ def _city_table() -> dict[str, object]:
             table[name] = city.key
     for name in OTHER_CITIES:
         table.setdefault(name, _OTHER)
-    # Phrases that contain a city's name but mean something else.
-    for phrase in (
-        "el salvador",
-        "santiago de cuba",
-        "santiago de compostela",
-        "new taipei",
-        "paris of the",
-        "little paris",
-        "lima bean",
-        "lima beans",
-        "plaster of paris",
-        "rome georgia",
-        "mexico city",
-    ):
+    for phrase in NOT_THE_CITY:
         table.setdefault(phrase, None)
     table["mexico city"] = _OTHER
     return table
@@ -1220,6 +1230,30 @@ def names_city(text: str, city: City) -> bool:
     return city.key in mentioned_cities(text)
 
 
+@cache
+def _leak_pattern(key: str) -> re.Pattern[str]:
+    """Any name of city ``key`` starting a word (``name``), unless it begins a ``NOT_THE_CITY`` phrase (``other``)."""
+    city = CITY_BY_KEY[key]
+    names: set[str] = set()
+    for name in (city.key, *city.names):
+        words = normalise(name).strip()
+        names.update((words, words.replace(" ", "")) if words else ())
+    # Longest first, so a phrase wins over a name it starts with ("lima bean" over "lima").
+    other = "|".join(re.escape(p) for p in sorted((normalise(p).strip() for p in NOT_THE_CITY), key=len, reverse=True))
+    name = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<= )(?:(?P<other>(?:{other})(?= ))|(?P<name>{name}))")
+
+
+def leaks_city(text: str, city: City) -> bool:
+    """Whether ``text`` gives ``city``'s name away: any of its names starting a word, whole or inside a longer word.
+
+    Stricter than ``names_city`` so that derived words count: "Kievan" and "Shanghainese" name Kiev and Shanghai,
+    "Mumbaikars" names Bombay, "Xi'an's" names Xian. A name inside a word but not at its start ("climate" for
+    Lima, "comparison" for Paris) does not count, nor do the phrases of ``NOT_THE_CITY`` ("El Salvador").
+    """
+    return any(match.group("name") for match in _leak_pattern(city.key).finditer(normalise(text)))
+
+
 def resolve_city(secret: City | str) -> City:
     """The ``City`` a secret names: a ``City``, a game key, any name of a city, or ``"City, Country"`` text.
 
@@ -1247,7 +1281,7 @@ def answer_question(city: City, question: object) -> str:
     if not isinstance(question, str):
         return UNSURE
     answer = answer_parsed(city, parse(question))
-    return WITHHELD if names_city(answer, city) else answer
+    return WITHHELD if leaks_city(answer, city) else answer
 
 
 class CityKnowledgeOracle(Oracle):
@@ -1277,6 +1311,7 @@ __all__ = [
     "Parsed",
     "PhraseMatcher",
     "answer_question",
+    "leaks_city",
     "mentioned_cities",
     "names_city",
     "normalise",

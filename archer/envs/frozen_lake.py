@@ -24,6 +24,7 @@ import numpy as np
 
 from archer.config import EnvConfig, FrozenLakeEnvConfig
 from archer.envs.grid_games import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome
+from archer.errors import MissingExtraError
 
 _SYMBOLS = {"S": "_", "F": "_", "H": "O", "G": "G"}
 
@@ -32,7 +33,7 @@ def _import_frozen_lake():
     try:
         from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv
     except ImportError as error:
-        raise ImportError(
+        raise MissingExtraError(
             "the frozenlake environment needs gymnasium: pip install -e '.[grid]' (or pip install gymnasium)"
         ) from error
     return FrozenLakeEnv

@@ -9,7 +9,11 @@ The oracle receives each secret as the reference's ``"City, Country"`` text (``"
 the reference's flan-t5 oracle was prompted with and which the knowledge-base oracle also accepts.
 
 Matching (``match``), used both for the win check and for the leak check (an answer that mentions the city is
-replaced by ``CENSORED``, which the reference added after the agent learned to make the oracle say the name):
+replaced by ``CENSORED``, which the reference added after the agent learned to make the oracle say the name). In
+both modes the leak check also catches any name of the city at the start of a word, inside a longer word
+("cradle of Kievan Rus" for Kiev, "Shanghainese", "Mumbaikars" for Bombay, "Xi'an's"): the reference's substring
+test misses aliases and spellings with accents or apostrophes, and word boundaries alone miss derived words. That
+only censors more answers that do name the city; the win check is unchanged:
 
 - ``reference`` (the default, to stay comparable with the reference): the lower-cased reference spelling of the
   city (the part before the comma) as a substring. Any question containing "climate" wins for Lima, "typically"
@@ -32,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from archer.envs.city_facts import CITIES, COUNTRIES, City
-from archer.envs.city_oracle import CityKnowledgeOracle, answer_question, mentioned_cities
+from archer.envs.city_oracle import CityKnowledgeOracle, answer_question, leaks_city, mentioned_cities
 from archer.envs.oracles import Oracle
 from archer.envs.question_game import INITIAL_OBSERVATION, QuestionGameEnv
+from archer.errors import MissingFileError
 
 MATCH_MODES = ("reference", "word")
 CENSORED = "I can't answer that question."
@@ -64,11 +69,15 @@ def question_names_city(question: str, city: City, match: str = "reference") -> 
 
 
 def answer_mentions_city(answer: str, city: City, match: str = "reference") -> bool:
-    """The leak check: does ``answer`` mention ``city`` (substring or word match, as ``question_names_city``)?"""
+    """The leak check: does ``answer`` mention ``city``?
+
+    As ``question_names_city`` matches (substring or word match), or, in either mode, with any name of the city
+    starting a word (``leaks_city``: "Kievan", "Shanghainese", "Mumbaikars").
+    """
     if match == "reference":
-        return reference_name(city) in answer.lower()
+        return reference_name(city) in answer.lower() or leaks_city(answer, city)
     if match == "word":
-        return city.key in mentioned_cities(answer)
+        return city.key in mentioned_cities(answer) or leaks_city(answer, city)
     raise ValueError(f"unknown match {match!r}; choose one of {', '.join(MATCH_MODES)}")
 
 
@@ -163,7 +172,7 @@ def make_t5_oracle(
         FileNotFoundError: ``checkpoint_path`` does not exist; the message says where to get it.
     """
     if not Path(checkpoint_path).is_file():
-        raise FileNotFoundError(MISSING_CITY_ORACLE.format(path=checkpoint_path))
+        raise MissingFileError(MISSING_CITY_ORACLE.format(path=checkpoint_path))
     from archer.envs.t5_oracle import Seq2SeqOracle
 
     return Seq2SeqOracle(

@@ -12,7 +12,7 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.base import BatchedTextEnv, StepResult, encodable
 from archer.envs.oracles import Oracle
 
 INITIAL_OBSERVATION = "Questions:\n"
@@ -23,8 +23,8 @@ Secret = TypeVar("Secret")
 
 
 def clean_question(question: str) -> str:
-    """The question as written into the history: one line, no control characters, no outer spaces."""
-    return _CONTROL.sub(" ", question).strip()
+    """The question as written into the history: one line, no control characters, no outer spaces, encodable."""
+    return _CONTROL.sub(" ", encodable(question)).strip()
 
 
 class QuestionGameEnv(BatchedTextEnv, Generic[Secret]):

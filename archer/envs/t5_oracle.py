@@ -14,6 +14,7 @@ import torch
 from transformers import AutoTokenizer, T5ForConditionalGeneration
 
 from archer.envs.oracles import Oracle, normalise_yes_no
+from archer.errors import MissingFileError
 
 _MISSING_CHECKPOINT = (
     "Twenty Questions oracle checkpoint '{path}' not found. The reference oracle `20q_t5_oracle.pt` is in the "
@@ -56,7 +57,7 @@ class Seq2SeqOracle(Oracle):
         max_input_tokens: int = 512,
     ) -> None:
         if checkpoint_path is not None and not Path(checkpoint_path).is_file():
-            raise FileNotFoundError(_MISSING_CHECKPOINT.format(path=checkpoint_path))
+            raise MissingFileError(_MISSING_CHECKPOINT.format(path=checkpoint_path))
         if normalisation is not None:
             normalise_yes_no("", normalisation)  # fail now, not at the first answer, on an unknown mode
         self.prompt_template = prompt_template

@@ -33,6 +33,7 @@ from transformers import (
 from transformers.pytorch_utils import Conv1D
 
 from archer.config import MINILM, CriticConfig, EmbeddedModelConfig, PolicyConfig
+from archer.errors import MissingFileError
 from archer.models.tokenizer import train_bpe_tokenizer
 
 EMBEDDED = "embedded"
@@ -188,7 +189,7 @@ def _from_pretrained(role: str, source: str, load: Callable[[], tuple]) -> tuple
 
 def _load_reference_checkpoint(model: PreTrainedModel, path: str) -> None:
     if not Path(path).is_file():
-        raise FileNotFoundError(f"model.policy.reference_checkpoint: no file at {path!r}")
+        raise MissingFileError(f"model.policy.reference_checkpoint: no file at {path!r}")
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     if not isinstance(checkpoint, dict) or "model_state_dict" not in checkpoint:
         keys = sorted(checkpoint) if isinstance(checkpoint, dict) else type(checkpoint).__name__

@@ -36,11 +36,23 @@ def test_cfg_job_prints_the_config_without_running(tmp_path: Path) -> None:
 
 
 def test_misspelt_key_and_impossible_value_fail_with_the_key_named(tmp_path: Path) -> None:
-    result = run_cli("--config-name", "bc_20q", "algorithm.bach_size=8", f"run_dir={tmp_path}")
+    result = run_cli("--config-name", "bc_20q", "algorithm.bach_size=8", f"run_dir={tmp_path / 'run'}")
     assert result.returncode != 0 and "algorithm.bach_size" in result.stderr
-    result = run_cli("--config-name", "bc_20q", "algorithm.batch_size=33", f"run_dir={tmp_path}")
-    assert result.returncode != 0
-    assert "configuration error: algorithm.batch_size: must be a multiple" in result.stderr
+    result = run_cli("--config-name", "bc_20q", "algorithm.batch_size=33", f"run_dir={tmp_path / 'run'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "configuration error: algorithm.batch_size: must be a multiple of algorithm.actor_micro_batch_size=16"
+    )
+    assert not (tmp_path / "run").exists()  # Hydra had made it, with .hydra/ and run.log: the refusal removed it
+
+
+def test_a_missing_dataset_is_one_message_and_leaves_no_run_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    args = ["--config-name", "bc_20q", "model=tiny", f"cache_dir={tmp_path / 'cache'}", f"data.path={missing}"]
+    result = run_cli(*args, f"run_dir={tmp_path / 'run'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(f"error: {missing}: Twenty Questions dataset not found")
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_killed_run_resumes_where_it_stopped(tmp_path: Path) -> None:

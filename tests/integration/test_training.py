@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -89,19 +90,57 @@ def test_resume_continues_and_a_different_config_is_refused(tmp_path: Path) -> N
     assert resumed.start_iteration == 2
     resumed.fit()
     assert [r["iteration"] for r in read_records(run)] == [0, 1, 2, 3]
-    with pytest.raises(CheckpointError, match="different configuration"):
-        tiny_bc(run, cache, "algorithm.actor_lr=0.5")
+    with pytest.raises(CheckpointError, match="different configuration") as refused:
+        tiny_bc(run, cache, "algorithm.actor_lr=0.5", "seed=3")
+    # The refusal names each changed key with both values; keys that may change (num_iterations) are not listed.
+    assert "these keys differ (checkpoint -> now): algorithm.actor_lr: 0.001 -> 0.5; seed: default -> 3." in str(
+        refused.value
+    )
+    assert "num_iterations" not in str(refused.value)
     # Starting over in the same folder starts the record over too.
     tiny_bc(run, cache, "resume=false").fit()
     assert [r["iteration"] for r in read_records(run)] == [0, 1, 2]
+
+
+def test_starting_over_keeps_the_old_run_until_the_new_one_has_its_own_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, run = str(tmp_path / "cache"), tmp_path / "run"
+    tiny_bc(run, cache).fit()
+    old_records = (run / "metrics.jsonl").read_text()
+    old_checkpoint = (run / "checkpoint.pt").read_bytes()
+
+    # resume=false under a changed config, killed in its first iteration: before any checkpoint of its own.
+    restarted = tiny_bc(run, cache, "resume=false", "algorithm.actor_lr=0.5")
+    monkeypatch.setattr(restarted.algorithm, "update", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        restarted.fit()
+    (previous,) = run.glob("previous-*")
+    assert (previous / "metrics.jsonl").read_text() == old_records
+    assert (previous / "checkpoint.pt").read_bytes() == old_checkpoint
+    assert {p.name for p in previous.iterdir()} >= {"config.json", "policy", "learning_curve.png"}
+    # The folder now holds the new run alone: its config and its record, and no checkpoint to "resume" from.
+    assert not (run / "checkpoint.pt").exists()
+    assert json.loads((run / "config.json").read_text())["algorithm"]["actor_lr"] == 0.5
+    assert [r["iteration"] for r in read_records(run)] == [0]
+    # Rerunning the original command starts over too (its record moves aside again) instead of resuming.
+    again = tiny_bc(run, cache)
+    assert again.start_iteration == 0 and len(list(run.glob("previous-*"))) == 2
 
 
 def test_corrupt_checkpoint_gives_a_clear_error(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "checkpoint.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="corrupt"):
+    with pytest.raises(CheckpointError, match="corrupt") as garbage:
         tiny_bc(run, str(tmp_path / "cache"))
+    # A pickled object: torch's safe loader refuses it and advises an unsafe load, which is never passed on.
+    torch.save({"format_version": 1, "payload": Fraction(1, 3)}, run / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match="corrupt") as pickled:
+        tiny_bc(run, str(tmp_path / "cache"))
+    for refused in (garbage, pickled):
+        assert "weights_only" not in str(refused.value) and "trust" not in str(refused.value)
+    assert "Unsupported global" in str(pickled.value)
 
 
 ARCHER_TINY = [

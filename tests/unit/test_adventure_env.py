@@ -36,6 +36,7 @@ from archer.envs.adventure import (  # noqa: E402 - after the skips, so a missin
     AdventureEnv,
     clean_action,
     import_jericho,
+    refused_word,
 )
 
 START_ACTIONS = ["east", "north", "take paper", "west"]
@@ -120,14 +121,25 @@ def test_valid_actions_are_sorted_cached_and_follow_the_game() -> None:
         ("x" * 300, "x" * 198),
         ("é" * 150, "é" * 99),
         ("", ""),
+        ("go \ud800 north", "go ? north"),
     ],
 )
 def test_clean_action(utterance: str, command: str) -> None:
     assert clean_action(utterance) == command
 
 
-def test_odd_actions_get_the_games_answer_and_never_raise() -> None:
-    odd = ["", "\x00", "x" * 500, "émoji 😀", "quit", "y", "restart", "yes", "save", "restore", "undo", "\n\nlook"]
+@pytest.mark.parametrize(
+    ("command", "word"),
+    [("save", "save"), ("Look. SAVE", "save"), ("transcriptxyz", "transcriptxyz"), ("oops restore", "restore")],
+)
+def test_refused_word_reads_words_as_the_parser_does(command: str, word: str) -> None:
+    assert refused_word(command) == word
+    assert refused_word("take paper") is None and refused_word("savegame") is None
+
+
+def test_odd_actions_get_the_games_answer_and_never_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    odd = ["", "\x00", "x" * 500, "émoji 😀", "\ud800", "quit", "y", "restart", "yes", "save", "restore", "undo"]
     env = detective(batch_size=1, show_valid_actions=False)
     env.reset()
     for action in odd:
@@ -138,6 +150,54 @@ def test_odd_actions_get_the_games_answer_and_never_raise() -> None:
     (restarted,) = env.step(["yes"])
     # As in the reference, restarting gives back the points scored so far.
     assert taken.reward == 10.0 and restarted.reward == -10.0 and env.score(0) == 10
+    assert list(tmp_path.iterdir()) == []
+
+
+FILE_COMMANDS = ["save", "SAVE", "restore", "script", "transcripts", "unscript", "recording on", "replay"]
+CHAINED = ["look then save", "look. script", "wait, recording", "oops restore", "o save"]
+CHEATS = ["purloin gun", "gonear gun", "tree", "abstract gun to me"]
+
+
+def test_interpreter_and_debugging_commands_are_refused_and_touch_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = detective(batch_size=1, max_turns=100, show_valid_actions=False)
+    env.reset()
+    start = env.state_hash(0)
+    for command in [*FILE_COMMANDS, *CHAINED, *CHEATS]:
+        (result,) = env.step([command])
+        assert result.reward == 0.0 and not result.done, command
+        assert "is not available here: saving, restoring, transcripts and debugging" in result.observation, command
+        assert env.state_hash(0) == start, command  # the game never saw it
+    assert env.peek_hash(0, "gonear gun") == start
+    # Ordinary commands still reach the game, and words that only start like a refused verb are the game's.
+    (taken,) = env.step(["take paper"])
+    (unknown,) = env.step(["savegame"])
+    assert taken.reward == 10.0 and "not a verb I recognise" in unknown.observation
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_restore_in_a_fresh_game_cannot_load_another_games_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # Another game, played by the interpreter directly, saves at score 60 where this env's games run.
+    other = import_jericho().FrotzEnv(DETECTIVE)
+    other.reset()
+    for command in other.get_walkthrough()[:12]:
+        other.step(command)
+    assert other.get_score() == 60
+    other.step("save")
+    assert (tmp_path / "detective.qzl").is_file()
+    env = detective(batch_size=2, show_valid_actions=False)
+    env.reset()
+    results = env.step(["restore", "look then restore"])
+    assert [r.reward for r in results] == [0.0, 0.0] and [env.score(0), env.score(1)] == [10, 10]
+    # A game of this env saves nothing either.
+    (tmp_path / "detective.qzl").unlink()
+    env.step(["save", "script"])
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_env_contract_and_any_number_of_games() -> None:

@@ -104,3 +104,29 @@ def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
 def test_variants_with_their_own_actor_refuse_archers_kl_penalty(name: str) -> None:
     with pytest.raises(ConfigError, match=r"algorithm\.kl_coeff"):
         compose_run(name, ["algorithm.kl_coeff=0.1"])
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ("bc_20q", "run_dir"),
+        ("bc_20q", "cache_dir"),
+        ("bc_20q", "init_from"),
+        ("bc_20q", "data.path"),
+        ("bc_20q", "model.policy.name_or_path"),
+        ("bc_20q", "model.policy.reference_checkpoint"),
+        ("archer_20q", "model.critic.name_or_path"),
+        ("bc_20q", "env.oracle_path"),
+        ("bc_city", "env.oracle_base_model"),
+        ("bc_detective", "env.game_path"),
+    ],
+)
+def test_an_empty_path_is_refused_naming_the_key(config: str, key: str) -> None:
+    # Left empty, these keys used to mean the working directory (run_dir wrote into scripts/) or "not set".
+    with pytest.raises(ConfigError, match=rf"^{key.replace('.', chr(92) + '.')}: is empty; give "):
+        compose_run(config, [f"{key}=''"])
+
+
+def test_a_blank_path_is_empty_too() -> None:
+    with pytest.raises(ConfigError, match=r"^data\.path: is empty; give a dataset file, or null to generate one$"):
+        compose_run("bc_20q", ["data.path='  '"])

@@ -133,8 +133,15 @@ def test_win_check_under_both_modes(key: str, question: str, reference: bool, wo
         ("Salvador", "It is not in El Salvador.", True, False),
         ("Rome", "It has chrome-plated towers.", True, False),
         ("Rome", "It is Rome, of course.", True, True),
-        ("Bombay", "Welcome to Mumbai!", False, True),
+        ("Bombay", "Welcome to Mumbai!", True, True),
         ("Bombay", "It is in India.", False, False),
+        ("Kiev", "It was the cradle of Kievan Rus.", True, True),
+        ("Shanghai", "People there speak Mandarin and Shanghainese.", True, True),
+        ("Bombay", "Mumbaikars love cricket.", True, True),
+        ("Xian", "Xi'an's city walls are famous.", True, True),
+        ("Paris", "Parisians like cafés.", True, True),
+        ("Salvador", "Salvadoran food is different.", True, True),
+        ("Rome", "Most people are Roman Catholic.", False, False),
     ],
 )
 def test_leak_check_under_both_modes(key: str, answer: str, reference: bool, word: bool) -> None:
@@ -143,6 +150,18 @@ def test_leak_check_under_both_modes(key: str, answer: str, reference: bool, wor
     assert answer_mentions_city(answer, city, "word") is word
     assert censor(answer, city, "reference") == (CENSORED if reference else answer)
     assert censor(answer, city, "word") == (CENSORED if word else answer)
+
+
+@pytest.mark.parametrize("match", ["reference", "word"])
+def test_a_name_inside_a_word_is_censored_but_the_win_check_is_unchanged(match: str) -> None:
+    oracle = ScriptedOracle({"What is it famous for?": "It is famous as the cradle of Kievan Rus."})
+    env = GuessMyCityEnv(oracle, batch_size=1, match=match)
+    env.reset(game_ids=[CITIES.index(CITY_BY_KEY["Kiev"])])
+    (result,) = env.step(["What is it famous for?"])
+    assert result.observation == f"Questions:\nWhat is it famous for? {CENSORED}\n" and not result.done
+    # Naming the city inside a word still wins only where it did before: the reference's substring test.
+    (result,) = env.step(["Was it the seat of Kievan Rus?"])
+    assert result.terminated is (match == "reference")
 
 
 def test_unknown_match_mode_is_refused() -> None:

@@ -68,6 +68,19 @@ def test_not_json(tmp_path: Path) -> None:
         load_twenty_questions_dataset(path)
 
 
+@pytest.mark.parametrize("config", ["bc_20q", "bc_city", "bc_webshop"])
+def test_a_dataset_with_no_records_is_refused_naming_the_file(tmp_path: Path, config: str) -> None:
+    from archer.data.offline import load_offline_trajectories
+    from tests.conftest import compose_run
+
+    path = tmp_path / "empty.json"
+    path.write_text("[]\n", encoding="utf-8")
+    cfg = compose_run(config, [f"data.path={path}"])
+    # Before, an empty file reached training and failed as "cannot sample from an empty replay buffer".
+    with pytest.raises(DatasetError, match=rf"^{path}: holds no \w+ \(an empty list\)"):
+        load_offline_trajectories(cfg, tmp_path)
+
+
 def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "data.json"
     path.write_bytes(b"\xff\xfe\x00[")
@@ -252,10 +265,10 @@ def test_save_overwrites_and_refuses_malformed_conversations(tmp_path: Path) -> 
     path = tmp_path / "data.json"
     save_twenty_questions_dataset([Conversation(VALID["lines"], True, ["pen"])], path)
     save_twenty_questions_dataset([], path)
-    assert load_twenty_questions_dataset(path) == []
+    assert path.read_text(encoding="utf-8") == "[]\n"  # written, though loading refuses a file with no games
     with pytest.raises(DatasetError, match="not written"):
         save_twenty_questions_dataset([Conversation(["Is it alive? Maybe."], False, ["pen"])], path)
-    assert load_twenty_questions_dataset(path) == []
+    assert path.read_text(encoding="utf-8") == "[]\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.json"]
 
 

@@ -225,3 +225,60 @@ def test_make_env_plays_a_server_when_server_url_is_set(site: Site) -> None:
         assert remote.step(["search[hoodie]", "think[x]"]) == local.step(["search[hoodie]", "think[x]"])
         assert server.requests == 3
         remote.close()
+
+
+class _Trickle(WebShopRequestHandler):
+    """Promises a 100 kB page, then sends a byte every 50 ms (for 4 s at most, so no test can hang on it)."""
+
+    headers_too = False
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.server.count_request()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n"
+        body = b"<p>" + b"x" * 200
+        stream = head + body if type(self).headers_too else body
+        if not type(self).headers_too:
+            self.wfile.write(head)
+        start = time.monotonic()
+        try:
+            for byte in stream:
+                if time.monotonic() - start > 4.0:
+                    break
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass  # the client hung up, as it should
+
+
+class _TrickleHeaders(_Trickle):
+    headers_too = True
+
+
+@pytest.mark.parametrize("handler", [_Trickle, _TrickleHeaders], ids=["body", "headers"])
+def test_a_trickling_server_fails_within_the_request_deadline(site: Site, handler: type) -> None:
+    with serving(site, handler) as server:
+        remote = client(server.url, timeout_s=0.5, max_retries=0)
+        start = time.perf_counter()
+        with pytest.raises(WebShopServerError, match=rf"{server.url}.*1 attempts.*no complete answer within 0\.5 s"):
+            remote.fetch([PageRequest(INIT, "fixed_0")])
+        # Each byte arrives well within the socket timeout: only a deadline on the whole request stops it.
+        assert time.perf_counter() - start < 0.5 + 0.4
+
+
+class _NotWebShop(WebShopRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        self.server.count_request()
+        self.send_page(200, "<html><head><title>Welcome</title></head><body><h1>It works!</h1></body></html>")
+
+
+def test_a_server_that_is_not_webshop_is_refused_naming_the_url(site: Site) -> None:
+    with serving(site, _NotWebShop) as server:
+        env = http_env(client(server.url))
+        refusal = rf"GET {server.url}/fixed_3 .*not a WebShop start page.*It works"
+        with pytest.raises(WebShopServerError, match=refusal):
+            env.reset(game_ids=[3])
+        assert server.requests == 1  # not retried: another attempt would get the same page
+    # The project's own server passes the check.
+    with serving(site) as server:
+        assert "Instruction:" in http_env(client(server.url)).reset(game_ids=[3])[0]

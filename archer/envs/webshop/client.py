@@ -7,22 +7,24 @@ reference client did, and turns each HTML page into text nodes the way the refer
 then go through the same ``scrape`` as the in-process shop. Only the standard library is used.
 
 Unlike the reference (one request at a time, no timeout, a crash on the first error), a batch's requests run
-concurrently in a thread pool; each has a timeout; connection errors, timeouts and 5xx answers are retried with
-exponential back-off; and a server that is absent or keeps failing raises ``WebShopServerError`` naming the URL.
+concurrently in a thread pool; each has a deadline for the whole exchange (connecting, headers and body: a server
+that trickles its page a byte at a time is cut off, not read for hours); connection errors, timeouts and 5xx answers
+are retried with exponential back-off; and a server that is absent or keeps failing raises ``WebShopServerError``
+naming the URL. A start page that is not a WebShop page (a mistyped URL answering 200 with some other site) is
+refused at once, so a run never trains on another site's text.
 """
 
 from __future__ import annotations
 
+import http.client
 import logging
+import socket
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
-from http.client import HTTPException
 
 from archer.envs.webshop.pages import (
     BUTTON,
@@ -40,6 +42,7 @@ from archer.envs.webshop.pages import (
     ScrapedPage,
     scrape,
 )
+from archer.errors import ArcherError
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +52,40 @@ _VOID = frozenset(
 )
 
 
-class WebShopServerError(RuntimeError):
-    """The WebShop server could not be reached or kept failing; the message names the URL."""
+MAX_PAGE_BYTES = 16 * 2**20
+"""The largest page accepted; WebShop's pages are tens of kilobytes."""
+START_PAGE_TEXT = "Instruction:"
+START_PAGE_BUTTON = "Search"
+
+
+class WebShopServerError(ArcherError, RuntimeError):
+    """The WebShop server could not be reached, kept failing, or is not a WebShop server; the message names the URL."""
+
+
+class _Deadline:
+    """Shuts a connection's socket down when its time is up, so a blocked read returns at once."""
+
+    def __init__(self, connection: http.client.HTTPConnection, seconds: float) -> None:
+        self.expired = False
+        self._connection = connection
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
+
+    def _expire(self) -> None:
+        self.expired = True
+        sock = self._connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed: nothing left to interrupt
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
 
 
 class _TextNodes(HTMLParser):
@@ -115,6 +150,14 @@ def html_nodes(html: str) -> list[Node]:
     return nodes
 
 
+def is_start_page(nodes: Sequence[Node]) -> bool:
+    """Whether ``nodes`` are a WebShop start page: an ``Instruction:`` text and a ``Search`` button, which is what the
+    environment reads the instruction from."""
+    has_text = any(node.kind == TEXT and node.text.strip().startswith(START_PAGE_TEXT) for node in nodes)
+    has_button = any(node.kind == BUTTON and node.text.strip() == START_PAGE_BUTTON for node in nodes)
+    return has_text and has_button
+
+
 def _segment(text: str) -> str:
     return urllib.parse.quote(text, safe="")
 
@@ -174,11 +217,45 @@ class HttpPageSource(PageSource):
         self._count_lock = threading.Lock()
         self.requests_sent = 0
 
+    def _exchange(self, url: str) -> tuple[int, str, str]:
+        """One GET of ``url``: status, body and ``Location`` header, all within ``timeout_s`` from the start.
+
+        Raises:
+            TimeoutError: the exchange did not finish in time (connecting, headers or body).
+            OSError, http.client.HTTPException: the connection failed or the answer is not HTTP.
+            WebShopServerError: the body is larger than ``MAX_PAGE_BYTES``.
+        """
+        parts = urllib.parse.urlsplit(url)
+        connection_type = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        # The socket timeout bounds connecting and each read; the deadline bounds everything together.
+        connection = connection_type(parts.hostname, parts.port, timeout=self.timeout_s)
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            connection.connect()
+            with _Deadline(connection, deadline - time.monotonic()) as watch:
+                try:
+                    connection.request("GET", parts.path or "/", headers={"Accept": "text/html"})
+                    answer = connection.getresponse()
+                    body = answer.read(MAX_PAGE_BYTES + 1)
+                    if len(body) > MAX_PAGE_BYTES:
+                        raise WebShopServerError(f"WebShop server sent more than {MAX_PAGE_BYTES} bytes for GET {url}")
+                    if answer.length:  # a read of at most n bytes returns what came before the end, however short
+                        raise http.client.IncompleteRead(body, answer.length)
+                except (OSError, http.client.HTTPException):
+                    if watch.expired:
+                        raise TimeoutError(f"timed out: no complete answer within {self.timeout_s} s") from None
+                    raise
+            if watch.expired:
+                raise TimeoutError(f"timed out: no complete answer within {self.timeout_s} s")
+        finally:
+            connection.close()
+        return answer.status, body.decode("utf-8", errors="replace"), answer.getheader("Location") or ""
+
     def get(self, url: str) -> str:
         """The body of ``url``, retried as configured.
 
         Raises:
-            WebShopServerError: the server answered 4xx, or every attempt failed.
+            WebShopServerError: the server answered 3xx or 4xx, or every attempt failed.
         """
         attempts = self.max_retries + 1
         last_error = ""
@@ -188,29 +265,46 @@ class HttpPageSource(PageSource):
             with self._count_lock:
                 self.requests_sent += 1
             try:
-                with urllib.request.urlopen(url, timeout=self.timeout_s) as answer:
-                    return answer.read().decode("utf-8", errors="replace")
-            except urllib.error.HTTPError as error:
-                body = error.read().decode("utf-8", errors="replace")[:200]
-                if error.code < 500:
-                    raise WebShopServerError(f"WebShop server answered {error.code} for GET {url}: {body}") from None
-                last_error = f"HTTP {error.code}: {body}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, HTTPException) as error:
-                reason = getattr(error, "reason", error)
-                last_error = f"{type(reason).__name__}: {reason}"
+                status, body, location = self._exchange(url)
+            except (OSError, http.client.HTTPException) as error:
+                last_error = f"{type(error).__name__}: {error}"
+                log.debug("GET %s failed (attempt %d of %d): %s", url, attempt + 1, attempts, last_error)
+                continue
+            if 200 <= status < 300:
+                return body
+            if 300 <= status < 400:
+                raise WebShopServerError(
+                    f"WebShop server answered {status} (a redirect to {location!r}) for GET {url}; set "
+                    "env.server_url to the address that serves WebShop's pages itself"
+                )
+            if status < 500:
+                raise WebShopServerError(f"WebShop server answered {status} for GET {url}: {body[:200]}")
+            last_error = f"HTTP {status}: {body[:200]}"
             log.debug("GET %s failed (attempt %d of %d): %s", url, attempt + 1, attempts, last_error)
         raise WebShopServerError(
             f"WebShop server at {self.base_url} did not answer GET {url} after {attempts} attempts "
-            f"(timeout {self.timeout_s} s each); last error: {last_error}. Is the server running? "
+            f"(each within {self.timeout_s} s); last error: {last_error}. Is the server running? "
             "`python -m archer.envs.webshop.server` serves the generated shop."
         )
 
     def page(self, request: PageRequest) -> ScrapedPage:
-        """One page, fetched and scraped."""
+        """One page, fetched and scraped.
+
+        Raises:
+            WebShopServerError: the server failed (see ``get``), or a start page is not a WebShop page.
+        """
         url, raw_url = page_urls(self.base_url, request)
         html = self.get(url)
+        nodes = html_nodes(html)
+        if request.kind == INIT and not is_start_page(nodes):
+            seen = " ".join(" ".join(node.text.split()) for node in nodes if node.text.strip())
+            raise WebShopServerError(
+                f"GET {url} answered with a page that is not a WebShop start page (no {START_PAGE_TEXT!r} text and "
+                f"[{START_PAGE_BUTTON}] button; it reads {seen[:120]!r}). Is env.server_url={self.base_url} the "
+                "address of a WebShop server?"
+            )
         try:
-            return scrape(html_nodes(html), request.kind, lambda text: f"'{text}'" in raw_url)
+            return scrape(nodes, request.kind, lambda text: f"'{text}'" in raw_url)
         except ValueError as error:
             raise WebShopServerError(f"WebShop server sent a page GET {url} cannot be read: {error}") from error
 

@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.base import BatchedTextEnv, StepResult, encodable
 from archer.envs.webshop.pages import (
     END,
     INIT,
@@ -80,8 +80,8 @@ def parse_instruction(start_page: str) -> str:
 
 
 def clean_action(action: str) -> str:
-    """The action as played and written to the history: one line, no outer white space."""
-    return _CONTROL.sub(" ", action).strip()
+    """The action as played and written to the history: one line, no outer white space, encodable as UTF-8."""
+    return _CONTROL.sub(" ", encodable(action)).strip()
 
 
 @dataclass(frozen=True)

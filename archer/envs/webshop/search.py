@@ -14,6 +14,7 @@ import threading
 from collections import defaultdict
 
 from archer.envs.webshop.catalogue import Catalogue, Product
+from archer.errors import MissingExtraError
 
 SEARCH_RETURN_N = 50
 _CACHE_SIZE = 4096
@@ -58,7 +59,7 @@ class SearchEngine:
         try:
             from rank_bm25 import BM25Okapi
         except ImportError as error:
-            raise ImportError(
+            raise MissingExtraError(
                 "the WebShop environment's search needs rank_bm25: pip install 'archer[webshop]' (or rank_bm25)"
             ) from error
         self.catalogue = catalogue
