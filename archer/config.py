@@ -188,6 +188,10 @@ class TurnReaderConfig:
             so an utterance in the history has exactly the vector of the same utterance proposed as an action, and
             the reply is not drowned in the utterance's words. A line is cut at its last separator; a line without
             one is an utterance alone. ``null`` (the default) reads each line whole.
+        action_similarity: when Q reads an action after its history (``q_input: joint``), each earlier turn also
+            carries the cosine similarity between its utterance and the action (from the line encoder), so whether
+            the action repeats an earlier question, and what that question was answered, is one feature away
+            instead of an equality test the reader would have to learn from TD targets. Off by default.
     """
 
     separator: str = "\n"
@@ -196,6 +200,7 @@ class TurnReaderConfig:
     n_embd: int = 64
     n_head: int = 4
     reply_separator: str | None = None
+    action_similarity: bool = False
 
     def validate(self, prefix: str) -> None:
         _check(len(self.separator) > 0, f"{prefix}.separator", "must not be empty")

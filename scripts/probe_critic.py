@@ -6,8 +6,9 @@ Usage (from ``scripts/``; the same config name and overrides as the run, so the 
     python probe_critic.py --config-name archer_20q --untrained      # the critic before any training, for scale
 
 The run's checkpoint is loaded as a resumed run would load it, and its target critic scores ``--states`` states
-played in the environment (``archer.data.twenty_questions_probe``: a wrong guess just refuted, zero to two
-property questions before it). Printed and, with ``--json``, written: the fraction of states where repeating the
+played in the environment (``archer.data.twenty_questions_probe``), each just after a wrong guess was refuted:
+played by a script (zero to two splitting property questions, then a wrong guess; ``--states-from script``, the
+default) or by the run's own sampling policy (``--states-from policy``: the states its games meet). Printed and, with ``--json``, written: the fraction of states where repeating the
 refuted guess scores below every other guess of a word still possible (``probe/repeat_below_all_wrong``), the
 fraction where the most even splitting question scores above the repeat (``probe/split_above_repeat``), the same
 over every splitting question, and the mean gaps.
@@ -24,10 +25,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+from tqdm.auto import tqdm
+
 from archer.checkpointing import CHECKPOINT_FILE
 from archer.cli import compose_run_config
 from archer.critic_probe import move_values, probe_critic
-from archer.data.twenty_questions_probe import ProbeState, probe_states
+from archer.data.rollout import collect_trajectories
+from archer.data.twenty_questions_probe import ProbeState, probe_states, probe_states_from_games
 from archer.envs import make_env, make_oracle
 from archer.envs.twenty_questions import TwentyQuestionsEnv
 from archer.trainer import Trainer
@@ -41,6 +46,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--config-name", default="archer_20q", help="top-level file of scripts/config")
     parser.add_argument("--states", type=int, default=100, help="probe states (100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the probe states (0)")
+    parser.add_argument(
+        "--states-from",
+        choices=("script", "policy"),
+        default="script",
+        help="who plays the probe states: a script (0-2 splitting questions, then a wrong guess) or the run's "
+        "sampling policy (every refuted guess in its games)",
+    )
+    parser.add_argument("--max-games", type=int, default=2000, help="with --states-from policy: games at most")
     parser.add_argument("--untrained", action="store_true", help="probe the freshly built critic, no checkpoint")
     parser.add_argument("--online", action="store_true", help="probe the online critic instead of the target")
     parser.add_argument("--show", type=int, default=0, help="print every move's score at the first N states")
@@ -55,21 +68,46 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     env = make_env(cfg.env, seed=args.seed, oracle=make_oracle(cfg.env))
     if not isinstance(env, TwentyQuestionsEnv):
         parser.error(f"the probe plays Twenty Questions; {args.config_name} plays {cfg.env.name}")
-    states = probe_states(env, args.states, args.seed)
 
-    if args.untrained:
-        with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder:
+        if args.untrained:
             trainer = Trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
-            figures = _probe(trainer, states, args.online, args.show)
-    else:
-        run_dir = Path(cfg.run_dir).expanduser().resolve()
-        if not (run_dir / CHECKPOINT_FILE).exists():
-            parser.error(f"no {CHECKPOINT_FILE} in {run_dir}: run the config first (or pass --untrained)")
-        figures = _probe(Trainer(replace(cfg, resume=True), run_dir), states, args.online, args.show)
+        else:
+            run_dir = Path(cfg.run_dir).expanduser().resolve()
+            if not (run_dir / CHECKPOINT_FILE).exists():
+                parser.error(f"no {CHECKPOINT_FILE} in {run_dir}: run the config first (or pass --untrained)")
+            trainer = Trainer(replace(cfg, resume=True), run_dir)
+        if args.states_from == "script":
+            states = probe_states(env, args.states, args.seed)
+        else:
+            states = policy_probe_states(trainer, env, args.states, args.seed, args.max_games)
+        figures = _probe(trainer, states, args.online, args.show)
     log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1))
     return figures
+
+
+def policy_probe_states(
+    trainer: Trainer, env: TwentyQuestionsEnv, num_states: int, seed: int, max_games: int
+) -> list[ProbeState]:
+    """Probe states met in games of the run's sampling policy, each word hidden in turn (at most ``max_games``)."""
+    torch.manual_seed(seed)
+    act = trainer.algorithm.rollout_actor(greedy=False)
+    states: list[ProbeState] = []
+    played = 0
+    with tqdm(total=num_states, desc="probe states", unit="state", disable=not trainer.progress) as bar:
+        while len(states) < num_states and played < max_games:
+            game_ids = [(played + i) % env.num_games for i in range(env.batch_size)]
+            games = collect_trajectories(env, act, game_ids=game_ids)
+            found = probe_states_from_games(games, [env.words[i] for i in game_ids], env.words)
+            states.extend(found[: num_states - len(states)])
+            bar.update(min(len(found), bar.total - bar.n))
+            played += len(game_ids)
+    if not states:
+        raise ValueError(f"the policy refuted no guess in {played} games: no probe state to score")
+    log.info("%d probe states from %d games of the policy", len(states), played)
+    return states
 
 
 def _probe(trainer: Trainer, states: list[ProbeState], online: bool, show: int) -> dict[str, float]:

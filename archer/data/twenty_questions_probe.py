@@ -1,7 +1,9 @@
 """States and moves that a Twenty Questions critic must rank as the game's rules rank them.
 
-Each probe state is played in the environment: a hidden word, zero to two property questions that split the
-words still possible, then a wrong guess the oracle refutes. At that state three kinds of move are listed:
+A probe state is a history that ends with a wrong guess the oracle just refuted, played in the environment either
+by a script (``probe_states``: a hidden word, zero to two property questions that split the words still possible,
+then a wrong guess among them) or by a policy (``probe_states_from_games``: every such moment of its games). At
+that state three kinds of move are listed:
 
 - ``repeat``: asking the refuted guess again (a certain "No." that rules nothing out: a wasted turn);
 - ``other_wrong_guesses``: guessing each other word the history still allows, other than the hidden one (each
@@ -12,18 +14,24 @@ words still possible, then a wrong guess the oracle refutes. At that state three
 A critic that has learnt the game scores the repeat below every other possible guess and below a splitting
 question. Words the answers have already ruled out are left out of ``other_wrong_guesses``: guessing one of them
 is as certain a waste as the repeat, so no ranking between the two is right. Guesses use each word's canonical
-phrasing (``"Is it a dog?"``), the refuted guess included, so the moves differ only in what they ask.
+phrasing (``"Is it a dog?"``), and the repeat is the refuted guess as it was asked.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archer.data.scripted_questioners import GreedyQuestioner, guess_phrasings
-from archer.envs.oracles import NO
+from archer.data.trajectory import Trajectory
+from archer.envs.knowledge_oracle import parse_question
+from archer.envs.oracles import INVALID, NO, YES
 from archer.envs.twenty_questions import TwentyQuestionsEnv
 from archer.envs.twenty_questions_facts import PROPERTIES, PROPERTY_PHRASINGS
+from archer.envs.twenty_questions_words import Word
+
+_ANSWERS = (YES, NO, INVALID)
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,80 @@ def _splitting_properties(knowledge: GreedyQuestioner, mask: int, asked: set[str
     return [prop for _, _, prop in sorted(scored)]
 
 
+def probe_state(
+    observation: str, history: Sequence[tuple[str, str]], secret: Word, words: Sequence[Word]
+) -> ProbeState | None:
+    """The probe state at ``observation`` (whose turns are ``history``), or ``None`` if it is not one.
+
+    It is one when the last turn is a guess of one word answered "No.", the hidden ``secret`` is still possible
+    (the answers follow the fact table), and at least one other word and one splitting question remain.
+    """
+    if not history or history[-1][1] != NO:
+        return None
+    guess = parse_question(history[-1][0])
+    if guess.kind != "guess" or len(guess.words) != 1:
+        return None
+    knowledge = _knowledge(tuple(words))
+    possible = knowledge.consistent(history)
+    names = [word.name for word in words]
+    if secret.name not in names or not possible >> names.index(secret.name) & 1:
+        return None
+    others = [word for i, word in enumerate(words) if possible >> i & 1 and word.name != secret.name]
+    asked = {parse_question(question).prop for question, _ in history}
+    splitting = _splitting_properties(knowledge, possible, asked)
+    if not others or not splitting:
+        return None
+    return ProbeState(
+        observation=observation,
+        secret=secret.name,
+        repeat=history[-1][0],
+        other_wrong_guesses=tuple(guess_phrasings(word)[0] for word in others),
+        splitting_questions=tuple(PROPERTY_PHRASINGS[prop][0].text for prop in splitting),
+    )
+
+
+def history_turns(observation: str) -> list[tuple[str, str]]:
+    """The (question, answer) turns of a Twenty Questions history (the ``"Questions:"`` line skipped)."""
+    turns = []
+    for line in observation.splitlines()[1:]:
+        answer = next((a for a in _ANSWERS if line.endswith(" " + a)), None)
+        if answer is not None:
+            turns.append((line[: -len(answer) - 1], answer))
+    return turns
+
+
+def probe_states_from_games(
+    games: Sequence[Trajectory], secrets: Sequence[Word], words: Sequence[Word], max_states: int | None = None
+) -> list[ProbeState]:
+    """Every probe state (``probe_state``) met in ``games``, in order, at most ``max_states``.
+
+    Args:
+        games: played games (from the environment, so their answers are the oracle's).
+        secrets: the word hidden in each game.
+        words: the words the game is played over.
+        max_states: stop after this many.
+    """
+    states: list[ProbeState] = []
+    for game, secret in zip(games, secrets, strict=True):
+        for observation in game.observations[1:]:
+            state = probe_state(observation, history_turns(observation), secret, words)
+            if state is not None:
+                states.append(state)
+                if max_states is not None and len(states) >= max_states:
+                    return states
+    return states
+
+
+_KNOWLEDGE: dict[tuple[Word, ...], GreedyQuestioner] = {}
+
+
+def _knowledge(words: tuple[Word, ...]) -> GreedyQuestioner:
+    """The fact-table bookkeeping of ``words`` (built once per word list)."""
+    if words not in _KNOWLEDGE:
+        _KNOWLEDGE[words] = GreedyQuestioner(words=words)
+    return _KNOWLEDGE[words]
+
+
 def probe_states(env: TwentyQuestionsEnv, num_states: int, seed: int = 0) -> list[ProbeState]:
     """Play ``num_states`` probe states in ``env`` (module docstring), hidden words taken in turn.
 
@@ -78,8 +160,7 @@ def probe_states(env: TwentyQuestionsEnv, num_states: int, seed: int = 0) -> lis
     words = env.words
     if len(words) < 3:
         raise ValueError(f"the probe needs at least three words to leave a wrong guess to compare; got {len(words)}")
-    knowledge = GreedyQuestioner(words=words)
-    index = {word.name: i for i, word in enumerate(words)}
+    knowledge = _knowledge(tuple(words))
     rng = random.Random(seed)
     states: list[ProbeState] = []
     attempts = 0
@@ -89,7 +170,7 @@ def probe_states(env: TwentyQuestionsEnv, num_states: int, seed: int = 0) -> lis
             raise ValueError("could not build probe states: does the environment use the knowledge-base oracle?")
         game_id = len(states) % len(words)
         secret = words[game_id]
-        observation = env.reset(game_ids=[game_id])[0]
+        env.reset(game_ids=[game_id])
         history: list[tuple[str, str]] = []
         asked: set[str] = set()
         for _ in range(rng.randint(0, 2)):
@@ -101,7 +182,6 @@ def probe_states(env: TwentyQuestionsEnv, num_states: int, seed: int = 0) -> lis
             question = PROPERTY_PHRASINGS[prop][0].text
             result = env.step([question])[0]
             history.append((question, result.info["answer"]))
-            observation = result.observation
         possible = knowledge.consistent(history)
         wrong = [word for i, word in enumerate(words) if possible >> i & 1 and word is not secret]
         if not wrong:
@@ -112,19 +192,7 @@ def probe_states(env: TwentyQuestionsEnv, num_states: int, seed: int = 0) -> lis
         if result.info["answer"] != NO:
             continue
         history.append((guess, NO))
-        observation = result.observation
-        possible = knowledge.consistent(history)
-        others = [word for i, word in enumerate(words) if possible >> i & 1 and word is not secret]
-        splitting = _splitting_properties(knowledge, possible, asked)
-        if not others or not splitting or not possible >> index[secret.name] & 1:
-            continue
-        states.append(
-            ProbeState(
-                observation=observation,
-                secret=secret.name,
-                repeat=guess,
-                other_wrong_guesses=tuple(guess_phrasings(word)[0] for word in others),
-                splitting_questions=tuple(PROPERTY_PHRASINGS[prop][0].text for prop in splitting),
-            )
-        )
+        state = probe_state(result.observation, history, secret, words)
+        if state is not None:
+            states.append(state)
     return states

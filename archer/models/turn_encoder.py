@@ -33,6 +33,11 @@ class TurnEncoder(nn.Module):
     "Is it a dog? No." at cosine 0.98). A line without the separator, and an action appended by ``forward``, is an
     utterance with a learned "no reply" vector.
 
+    With ``action_similarity``, when an action is read after a history, each earlier turn's vector also carries
+    how similar its utterance is to the action (the cosine of their line-encoder vectors, through a small learned
+    map): the Q heads then see directly whether the action repeats an earlier turn and, in the same vector, what
+    reply that turn got, instead of having to learn an equality test inside attention from TD targets alone.
+
     Args:
         line_encoder: encodes single lines into (N, H) vectors.
         separator: what ends a line in the environment's observations.
@@ -41,6 +46,7 @@ class TurnEncoder(nn.Module):
         n_embd: width of the line vectors inside the transformer, and of the output.
         n_head: attention heads (must divide ``n_embd``).
         reply_separator: what divides a line into utterance and reply; ``None`` reads each line whole.
+        action_similarity: give each earlier turn its utterance's similarity to the action (see above).
     """
 
     def __init__(
@@ -52,6 +58,7 @@ class TurnEncoder(nn.Module):
         n_embd: int = 64,
         n_head: int = 4,
         reply_separator: str | None = None,
+        action_similarity: bool = False,
     ) -> None:
         super().__init__()
         if not separator:
@@ -66,6 +73,10 @@ class TurnEncoder(nn.Module):
         if reply_separator is not None:
             self.project_reply = nn.Linear(line_encoder.hidden_size, n_embd)
             self.no_reply = nn.Parameter(torch.randn(n_embd) * 0.02)
+        self.action_similarity = action_similarity
+        if action_similarity:
+            # A small non-linear map, so that "equal" (cosine 1) can be told from "much alike" (0.9).
+            self.similarity = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Linear(16, n_embd))
         self.position = nn.Embedding(max_turns + 1, n_embd)  # position 0 is the summary's
         self.summary = nn.Parameter(torch.randn(n_embd) * 0.02)
         layer = nn.TransformerEncoderLayer(n_embd, n_head, 4 * n_embd, dropout=0.0, batch_first=True)
@@ -104,11 +115,13 @@ class TurnEncoder(nn.Module):
         per_text: list[list[tuple[str, str | None]]] = [
             [self.split_reply(line) for line in self.lines(text)] for text in texts
         ]
+        with_action = [False] * len(texts)
         if actions is not None:
             # A blank action adds no turn, as a blank line adds none to a history.
+            with_action = [bool(action.strip()) for action in actions]
             per_text = [
-                (turns + [(action, None)] if action.strip() else turns)[-self.max_turns :]
-                for turns, action in zip(per_text, actions, strict=True)
+                (turns + [(action, None)] if has else turns)[-self.max_turns :]
+                for turns, action, has in zip(per_text, actions, with_action, strict=True)
             ]
         utterances = list(dict.fromkeys(u for turns in per_text for u, _ in turns))
         replies = list(dict.fromkeys(r for turns in per_text for _, r in turns if r is not None))
@@ -119,7 +132,8 @@ class TurnEncoder(nn.Module):
         if utterances:
             dtype = self.project.weight.dtype
             row_of = {u: row for row, u in enumerate(utterances)}
-            utterance_vectors = self.project(self.line_encoder(utterances).to(dtype))  # (N, D)
+            encoded_utterances = self.line_encoder(utterances).to(dtype)  # (N, H)
+            utterance_vectors = self.project(encoded_utterances)  # (N, D)
             index = torch.zeros(len(texts), width, dtype=torch.long, device=device)
             for i, turns in enumerate(per_text):
                 index[i, : len(turns)] = torch.tensor([row_of[u] for u, _ in turns], device=device)
@@ -137,6 +151,35 @@ class TurnEncoder(nn.Module):
                     rows = [0 if r is None else reply_rows[r] for _, r in turns]
                     reply_index[i, : len(turns)] = torch.tensor(rows, dtype=torch.long, device=device)
                 turn_vectors = turn_vectors + reply_vectors[reply_index]
+            if self.action_similarity and any(with_action):
+                turn_vectors = turn_vectors + self.similarity(
+                    self._action_similarities(encoded_utterances, index, per_text, with_action).unsqueeze(-1)
+                )
             turns_in = turn_vectors + self.position.weight[1 : 1 + width]
             tokens = torch.cat([tokens, turns_in], dim=1)
         return self.transformer(tokens, src_key_padding_mask=padding)[:, 0]
+
+    @staticmethod
+    def _action_similarities(
+        encoded: torch.Tensor,
+        index: torch.Tensor,
+        per_text: list[list[tuple[str, str | None]]],
+        with_action: list[bool],
+    ) -> torch.Tensor:
+        """(B, T) cosine between each earlier turn's utterance and the action (the text's last turn); 0 elsewhere.
+
+        Args:
+            encoded: (N, H) line-encoder vectors of the distinct utterances.
+            index: (B, T) row of ``encoded`` for each turn (padding rows are arbitrary).
+            per_text: each text's turns; with_action: whether its last turn is an action.
+        """
+        unit = torch.nn.functional.normalize(encoded, dim=-1)
+        turns = unit[index]  # (B, T, H)
+        lengths = torch.tensor([len(t) for t in per_text], device=index.device)
+        last = (lengths - 1).clamp(min=0)
+        action = turns[torch.arange(len(per_text), device=index.device), last]  # (B, H)
+        cosine = (turns * action.unsqueeze(1)).sum(-1)  # (B, T)
+        columns = torch.arange(index.shape[1], device=index.device).unsqueeze(0)
+        earlier = columns < last.unsqueeze(1)
+        has_action = torch.tensor(with_action, device=index.device).unsqueeze(1)
+        return cosine.masked_fill(~(earlier & has_action), 0.0)

