@@ -8,13 +8,15 @@ keys and values. Here the prompts are encoded exactly as ``generate`` encodes th
 left truncation) and grouped into *chains*: longest first, a prompt whose ids are a prefix of a longer prompt's ids
 joins the first such chain head, otherwise it heads a chain of its own. Only the heads are prefilled (left-padded
 batches, no gradient, eval mode). Every row (one per observation; duplicates are separate rows, each with its own
-sample) then takes its head's cache row with an attention mask that keeps only the first ``p - 1`` of that head's
-columns, p being the row's prompt length, and feeds its prompt's last token; ``LanguagePolicy.decode_batch``
-continues from there. Causal attention makes a head's first ``p - 1`` keys and values exactly those of the row's own
-prompt, and Hugging Face decoder models count positions from the attention mask, so masked columns change nothing
-(the same mechanism as ``archer.models.incremental``, across turns): each row samples from exactly the distribution
-``generate`` samples from, up to floating-point summation order. Only the order in which torch's global generator
-is drawn from differs, so a sampled run is not bit-identical to one without the switch.
+sample) then takes the first ``p - 1`` keys and values of its head's cache row, p being the row's prompt length,
+and feeds its prompt's last token; ``LanguagePolicy.decode_batch`` continues from there. Causal attention makes a
+head's first ``p - 1`` keys and values exactly those of the row's own prompt, and Hugging Face decoder models count
+positions from the attention mask, so left padding changes nothing (the mechanism ``archer.models.incremental``
+uses across turns): each row samples from exactly the distribution ``generate`` samples from, up to floating-point
+summation order. Only the order in which torch's global generator is drawn from differs, so a sampled run is not
+bit-identical to one without the switch. The rows' prefixes are gathered right-aligned into a left-padded cache
+rather than selected as whole head rows with the unwanted columns masked: equally exact, but decoding then
+attends over (and copies, at every step) only as many columns as the chunk's longest prompt, not its head's.
 
 A prompt cut on the left to ``max_prompt_tokens`` is its own ids, which are rarely a prefix of anything: such rows
 simply head their own chains. Models whose cache cannot be continued this way (``supports_kv_reuse``) are sampled by
@@ -91,11 +93,22 @@ def group_into_chains(prompts: Sequence[Sequence[int]]) -> tuple[list[int], list
     return heads, chain
 
 
-def prefill(policy: LanguagePolicy, prompts: list[list[int]]) -> DynamicCache:
-    """Keys and values of left-padded ``prompts``, computed without gradients and in eval mode.
+# Prompts are prefilled in groups whose shortest prompt has at least this fraction of the longest one's tokens, so
+# left padding wastes at most a quarter of the prefill (one batch of heads of all lengths wasted about half).
+MIN_PREFILL_FILL = 0.75
 
-    The prompts are left-padded as ``LanguagePolicy.left_pad`` pads them and positions are counted from the
-    attention mask, as in ``generate``'s own prefill. The model's previous train/eval mode is restored.
+
+def _padded_like(tensor: torch.Tensor, rows: int, width: int) -> torch.Tensor:
+    """Zeros shaped as a cache ``tensor`` (batch, heads, columns, head_dim) but of ``rows`` rows, ``width`` columns."""
+    return tensor.new_zeros((rows, tensor.shape[1], width, tensor.shape[3]))
+
+
+def prefill(policy: LanguagePolicy, prompts: list[list[int]]) -> DynamicCache:
+    """Keys and values of ``prompts``, computed without gradients and in eval mode, as one left-padded cache.
+
+    The prompts are run in groups of similar lengths (``MIN_PREFILL_FILL``), each left-padded as
+    ``LanguagePolicy.left_pad`` pads them, with positions counted from the attention mask as in ``generate``'s own
+    prefill; the groups' caches are then right-aligned into one. The model's previous train/eval mode is restored.
 
     Args:
         policy: the language policy.
@@ -103,28 +116,45 @@ def prefill(policy: LanguagePolicy, prompts: list[list[int]]) -> DynamicCache:
 
     Returns:
         The cache: per layer, keys and values of shape (B, heads, W, head_dim), W the longest prompt; prompt i
-        fills the last ``len(prompts[i])`` columns of row i.
+        fills the last ``len(prompts[i])`` columns of row i (the columns before hold zeros).
     """
     generator = policy._generator()
-    input_ids, attention_mask = policy.left_pad(prompts)
-    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     # Only the cache is wanted: skip the vocabulary projection of every position but the last.
     extra = {"logits_to_keep": 1} if policy._accepts_logits_to_keep else {}
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    groups: list[list[int]] = []
+    for i in order:
+        if not groups or len(prompts[i]) < MIN_PREFILL_FILL * len(prompts[groups[-1][0]]):
+            groups.append([])
+        groups[-1].append(i)
+    width = len(prompts[order[0]])
+    layers: list[tuple[torch.Tensor, torch.Tensor]] = []
     was_training = generator.training
     generator.eval()
     try:
-        with torch.no_grad():
-            output = generator(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                position_ids=position_ids,
-                past_key_values=DynamicCache(),
-                use_cache=True,
-                **extra,
-            )
+        for group in groups:
+            input_ids, attention_mask = policy.left_pad([prompts[i] for i in group])
+            with torch.no_grad():
+                output = generator(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    position_ids=(attention_mask.cumsum(-1) - 1).clamp(min=0),
+                    past_key_values=DynamicCache(),
+                    use_cache=True,
+                    **extra,
+                )
+            if not layers:
+                layers = [
+                    (_padded_like(keys, len(prompts), width), _padded_like(values, len(prompts), width))
+                    for keys, values, *_ in output.past_key_values
+                ]
+            rows = torch.tensor(group, device=input_ids.device)
+            for (keys, values, *_), (all_keys, all_values) in zip(output.past_key_values, layers, strict=True):
+                all_keys[rows, :, width - keys.shape[2] :] = keys
+                all_values[rows, :, width - values.shape[2] :] = values
     finally:
         generator.train(was_training)
-    return output.past_key_values
+    return DynamicCache(ddp_cache_data=layers)
 
 
 def continuation_inputs(
@@ -132,7 +162,9 @@ def continuation_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, DynamicCache | None]:
     """Inputs that continue each row's prompt from its chain head's cache (module docstring).
 
-    Only the columns some row keeps are copied: those before the first kept column and after the last are dropped.
+    A row keeps the first ``len(prompt) - 1`` of its head's columns. They are gathered right-aligned, so the rows'
+    cache is left-padded as a fresh batch of those prefixes would be, and only as wide as the longest one: a short
+    prompt of a long head does not make every later decoding step attend over (and copy) the head's full width.
 
     Args:
         policy: the language policy.
@@ -142,24 +174,26 @@ def continuation_inputs(
             non-empty prefix of that head's ids).
 
     Returns:
-        ``(input_ids, attention_mask, row_cache)``: the (B, 1) last prompt tokens, the (B, C + 1) mask over the C
-        copied columns and the input, and the rows' cache of width C (``None`` when C is 0: every prompt is one
-        token). A row's mask keeps the first ``len(prompt) - 1`` columns of its head.
+        ``(input_ids, attention_mask, row_cache)``: the (B, 1) last prompt tokens, the (B, C + 1) mask over the
+        cache's C columns and the input, and the rows' cache, of width C the longest kept prefix (``None`` when C is
+        0: every prompt is one token).
     """
     device = policy.device
-    width = cache.get_seq_length()
-    starts = torch.tensor([width - head_lengths[head] for head, _ in rows], device=device)
-    ends = starts + torch.tensor([len(prompt) - 1 for _, prompt in rows], device=device)
-    left, right = int(starts.min()), int(ends.max())
-    columns = torch.arange(left, right, device=device).unsqueeze(0)
-    cache_mask = ((columns >= starts.unsqueeze(1)) & (columns < ends.unsqueeze(1))).long()
+    kept = torch.tensor([len(prompt) - 1 for _, prompt in rows], device=device)
+    columns = int(kept.max())
     input_ids = torch.tensor([[prompt[-1]] for _, prompt in rows], dtype=torch.long, device=device)
+    offsets = torch.arange(columns, device=device).unsqueeze(0) - (columns - kept).unsqueeze(1)  # (B, C)
+    cache_mask = (offsets >= 0).long()  # a negative offset is left padding
     attention_mask = torch.cat([cache_mask, torch.ones_like(input_ids)], dim=1)
-    if right == left:
+    if columns == 0:
         return input_ids, attention_mask, None
-    index = torch.tensor([head for head, _ in rows], device=device)
+    heads = torch.tensor([head for head, _ in rows], device=device)
+    # A head's prompt fills the last head_length columns of its row; padding reads its first column (masked anyway).
+    starts = cache.get_seq_length() - torch.tensor(head_lengths, device=device)[heads]
+    source = (starts.unsqueeze(1) + offsets).clamp(min=0)  # (B, C)
+    # keys[heads, :, source] is (B, C, heads, head_dim): advanced indices split by a slice come first.
     layers = [
-        (keys[:, :, left:right].index_select(0, index), values[:, :, left:right].index_select(0, index))
+        (keys[heads.unsqueeze(1), :, source].transpose(1, 2), values[heads.unsqueeze(1), :, source].transpose(1, 2))
         for keys, values, *_ in cache
     ]
     return input_ids, attention_mask, DynamicCache(ddp_cache_data=layers)
@@ -211,7 +245,10 @@ def generate_sharing_prefixes(
             batch = heads[first : first + step]
             head_prompts = [prompts[head] for head in batch]
             cache = prefill(policy, head_prompts)
-            rows = [(k, row) for k in range(len(batch)) for row in members[first + k]]
+            # Rows of similar prompt lengths decode together, so each chunk's cache is about as wide as its rows.
+            rows = sorted(
+                ((k, row) for k in range(len(batch)) for row in members[first + k]), key=lambda r: -len(prompts[r[1]])
+            )
             for start in range(0, len(rows), step):
                 chunk = rows[start : start + step]
                 input_ids, attention_mask, row_cache = continuation_inputs(
