@@ -106,11 +106,12 @@ class PolicyConfig:
             ``torch.compile(dynamic=True)``; generation stays eager (Hugging Face's ``generate`` changes shapes every
             step). Measured on this 2-core CPU it does not pay (README "Speed"), so it is off by default; on a GPU
             with long training passes it can. Not combined with ``shard=fsdp``.
-        share_prefixes: when an algorithm samples at many replay states at once (ArCHer's V-target actions and actor
-            samples), prefill the keys and values of prompt prefixes that several states share once
-            (``archer.models.prefix_generation``): a game's states are prefixes of each other, so this saves most of
-            the prefill. Each state still gets its own sample from the same distribution; only the order in which
-            random numbers are drawn changes. Rollouts and evaluation are unaffected. Off by default for now.
+        share_prefixes: when ArCHer samples at many replay states at once (its critic phase's V-target actions, which
+            archer_baseline and archer_ppo inherit, and its actor step's samples), compute the keys and values of
+            prompt prefixes that several states share once (``archer.models.prefix_generation``): a game's states are
+            prefixes of each other, so this saves most of the prefill. Each state still gets its own sample from the
+            same distribution; only the order in which random numbers are drawn changes. Rollouts and evaluation are
+            unaffected. Off by default for now.
     """
 
     name_or_path: str = "embedded"
