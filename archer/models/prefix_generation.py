@@ -7,16 +7,17 @@ every prompt from scratch (``LanguagePolicy.generate``) spends nearly all its ti
 keys and values. Here the prompts are encoded exactly as ``generate`` encodes them (``encode_prompts``: template,
 left truncation) and grouped into *chains*: longest first, a prompt whose ids are a prefix of a longer prompt's ids
 joins the first such chain head, otherwise it heads a chain of its own. Only the heads are prefilled (left-padded
-batches, no gradient, eval mode). Every row (one per observation; duplicates are separate rows, each with its own
-sample) then takes the first ``p - 1`` keys and values of its head's cache row, p being the row's prompt length,
-and feeds its prompt's last token; ``LanguagePolicy.decode_batch`` continues from there. Causal attention makes a
-head's first ``p - 1`` keys and values exactly those of the row's own prompt, and Hugging Face decoder models count
-positions from the attention mask, so left padding changes nothing (the mechanism ``archer.models.incremental``
-uses across turns): each row samples from exactly the distribution ``generate`` samples from, up to floating-point
-summation order. Only the order in which torch's global generator is drawn from differs, so a sampled run is not
-bit-identical to one without the switch. The rows' prefixes are gathered right-aligned into a left-padded cache
-rather than selected as whole head rows with the unwanted columns masked: equally exact, but decoding then
-attends over (and copies, at every step) only as many columns as the chunk's longest prompt, not its head's.
+groups of similar lengths, no gradient, eval mode). Every row (one per observation; duplicates are separate rows,
+each with its own sample) then takes the first ``p - 1`` keys and values of its head's cache row, p being the row's
+prompt length, and feeds its prompt's last token; ``LanguagePolicy.decode_batch`` continues from there. Causal
+attention makes a head's first ``p - 1`` keys and values exactly those of the row's own prompt, and Hugging Face
+decoder models count positions from the attention mask, so left padding changes nothing (the mechanism
+``archer.models.incremental`` uses across turns): each row samples from exactly the distribution ``generate``
+samples from, up to floating-point summation order. Only the order in which torch's global generator is drawn from
+differs, so a sampled run is not bit-identical to one without the switch. The rows' prefixes are gathered
+right-aligned into a left-padded cache rather than selected as whole head rows with the unwanted columns masked:
+equally exact, but decoding then attends over (and copies, at every step) only as many columns as the chunk's
+longest prompt, not its head's.
 
 A prompt cut on the left to ``max_prompt_tokens`` is its own ids, which are rarely a prefix of anything: such rows
 simply head their own chains. Models whose cache cannot be continued this way (``supports_kv_reuse``) are sampled by
@@ -239,8 +240,8 @@ def generate_sharing_prefixes(
     step = batch_size or len(observations)
     token_ids: list[list[int]] = [[] for _ in observations]
     with gathered(policy.model):
-        # Heads come longest first, so a batch of heads holds similar lengths; its cache lives only while the rows
-        # of its chains are decoded, which bounds memory by one batch of heads plus one batch of rows.
+        # A batch of heads' cache lives only while the rows of its chains are decoded, which bounds memory by one
+        # batch of heads plus one batch of rows.
         for first in range(0, len(heads), step):
             batch = heads[first : first + step]
             head_prompts = [prompts[head] for head in batch]
