@@ -122,6 +122,12 @@ class PolicyConfig:
             ``torch.compile(dynamic=True)``; generation stays eager (Hugging Face's ``generate`` changes shapes every
             step). Measured on this 2-core CPU it does not pay (README "Speed"), so it is off by default; on a GPU
             with long training passes it can. Not combined with ``shard=fsdp``.
+        share_prefixes: when ArCHer samples at many replay states at once (its critic phase's V-target actions, which
+            archer_baseline and archer_ppo inherit, and its actor step's samples), compute the keys and values of
+            prompt prefixes that several states share once (``archer.models.prefix_generation``): a game's states are
+            prefixes of each other, so this saves most of the prefill. Each state still gets its own sample from the
+            same distribution; only the order in which random numbers are drawn changes. Rollouts and evaluation are
+            unaffected. Off by default for now.
     """
 
     name_or_path: str = "embedded"
@@ -146,6 +152,7 @@ class PolicyConfig:
     reuse_kv_cache: bool = False
     append_token_ids: bool = False
     compile: bool = False
+    share_prefixes: bool = False
 
     def validate(self, prefix: str = "model.policy") -> None:
         _check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', a hub name or a folder")
@@ -162,6 +169,7 @@ class PolicyConfig:
         _check(self.stop_string is None or len(self.stop_string) > 0, f"{prefix}.stop_string", "use null, not ''")
         _check(self.reuse_kv_cache or not self.append_token_ids, f"{prefix}.append_token_ids", "needs reuse_kv_cache")
         _check(not (self.compile and self.shard == "fsdp"), f"{prefix}.compile", "is not supported with shard=fsdp")
+        _check(isinstance(self.share_prefixes, bool), f"{prefix}.share_prefixes", "must be true or false")
         if self.use_lora:
             _check(self.lora_r > 0, f"{prefix}.lora_r", "must be positive when use_lora is true")
             _check(len(self.lora_target_modules) > 0, f"{prefix}.lora_target_modules", "name at least one module")

@@ -77,9 +77,13 @@ PREVIOUS_PREFIX = "previous-"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
 # be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
 # sampled evaluation games never touch training's state, so they can be switched on for the rest of a run).
-# How rollouts encode prompts (archer.models.incremental): no effect on a checkpoint or on the pretrained policy.
+# How rollouts encode prompts (archer.models.incremental) and whether samples at replay states share their prefixes'
+# keys and values (archer.models.prefix_generation): no effect on a checkpoint or on the pretrained policy.
 # Whether the scoring passes are compiled: the same numbers, so neither matters either.
-SPEED_ONLY_KEYS = ("model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile")
+SPEED_ONLY_KEYS = (
+    "model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile",
+    "model.policy.share_prefixes",
+)  # fmt: skip
 # How the policy samples and scores its samples: behaviour cloning does neither (it scores dataset actions under
 # the plain softmax), so these do not change the pretrained policy.
 SAMPLING_KEYS = ("temperature", "top_k", "top_p", "score_as_sampled")

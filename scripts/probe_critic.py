@@ -8,10 +8,10 @@ Usage (from ``scripts/``; the same config name and overrides as the run, so the 
 The run's checkpoint is loaded as a resumed run would load it, and its target critic scores ``--states`` states
 played in the environment (``archer.data.twenty_questions_probe``), each just after a wrong guess was refuted:
 played by a script (zero to two splitting property questions, then a wrong guess; ``--states-from script``, the
-default) or by the run's own sampling policy (``--states-from policy``: the states its games meet). Printed and, with ``--json``, written: the fraction of states where repeating the
-refuted guess scores below every other guess of a word still possible (``probe/repeat_below_all_wrong``), the
-fraction where the most even splitting question scores above the repeat (``probe/split_above_repeat``), the same
-over every splitting question, and the mean gaps.
+default) or by the run's own sampling policy (``--states-from policy``: the states its games meet). Printed and,
+with ``--json``, written: the fraction of states where repeating the refuted guess scores below every other guess
+of a word still possible (``probe/repeat_below_all_wrong``), the fraction where the most even splitting question
+scores above the repeat (``probe/split_above_repeat``), the same over every splitting question, and the mean gaps.
 """
 
 from __future__ import annotations

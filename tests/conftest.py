@@ -6,11 +6,15 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
 from archer.cli import compose_run_config
 from archer.config import CriticConfig, EmbeddedModelConfig, PolicyConfig, RunConfig
+
+if TYPE_CHECKING:
+    import torch
 
 # ---------------------------------------------------------------------------------------------------------------
 # Tiny language models (archer.models): built from configs with a tokenizer trained on TINY_CORPUS, no hub.
@@ -91,3 +95,42 @@ def load_script(filename: str) -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiny policy weights worth decoding greedily (archer.models.incremental, archer.models.prefix_generation).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_policy_weights(model_cache_dir: str, tiny_corpus: list[str]) -> dict[str, dict[str, torch.Tensor]]:
+    """Weights for the tiny policy of ``tiny_policy_config`` that make greedy play worth comparing.
+
+    ``trained``: 60 Adam steps on the corpus give questions of varied lengths, ended by the stop token (the
+    untrained model stops at once). ``noisy``: random weights that never stop before ``max_new_tokens`` and write
+    byte tokens that do not re-tokenise to themselves.
+    """
+    # Imported here so that collecting tests that need no model does not import torch and transformers.
+    import copy
+
+    import torch
+
+    from archer.models.loading import load_policy_model
+    from archer.models.policy import LanguagePolicy
+
+    cfg = PolicyConfig(embedded=EmbeddedModelConfig(n_layer=2, n_embd=32, n_head=2, vocab_size=320, max_positions=128))
+    model, tokenizer = load_policy_model(cfg, model_cache_dir, lambda: tiny_corpus)
+    policy = LanguagePolicy(model, tokenizer, cfg)
+    initial = copy.deepcopy(model.state_dict())
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        ids, mask = policy.left_pad(policy.encode_prompts(tiny_corpus))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(60):
+            position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+            labels = ids.masked_fill(mask == 0, -100)
+            model(input_ids=ids, attention_mask=mask, position_ids=position_ids, labels=labels).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        noisy = {name: value + 0.5 * torch.randn_like(value) for name, value in initial.items()}
+    return {"trained": copy.deepcopy(model.state_dict()), "noisy": noisy}

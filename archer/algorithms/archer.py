@@ -54,6 +54,7 @@ from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory, TransitionBatch, discounted_returns
 from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
+from archer.models.prefix_generation import generate_at_states
 
 
 class ArcherAlgorithm(Algorithm):
@@ -130,7 +131,7 @@ class ArcherAlgorithm(Algorithm):
         else:
             states = [obs for batch in batches for obs in batch.observations]
             # All V-target actions of the phase at once: the policy is fixed during the critic phase.
-            sampled = self.policy.generate(states, greedy=False, batch_size=cfg.generation_batch_size).texts
+            sampled = generate_at_states(self.policy, states, greedy=False, batch_size=cfg.generation_batch_size).texts
         records = []
         steps = tqdm(batches, desc="critic", unit="step", leave=False, disable=not self.progress)
         for step, batch in enumerate(steps):
@@ -159,7 +160,7 @@ class ArcherAlgorithm(Algorithm):
     def actor_step(self, observations: list[str], iteration: int, step: int) -> dict[str, float]:
         """One REINFORCE step on fresh policy samples at ``observations``."""
         cfg = self.cfg
-        generation = self.policy.generate(observations, greedy=False, batch_size=cfg.generation_batch_size)
+        generation = generate_at_states(self.policy, observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
         size = len(observations)
         losses, log_ratios = [], []

@@ -3,7 +3,6 @@ re-encode exactly when the cached ids cannot be extended."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +13,7 @@ import torch
 from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.chai import CHAIAlgorithm
 from archer.algorithms.ppo import PPOAlgorithm
-from archer.config import ConfigError, EmbeddedModelConfig, PolicyConfig
+from archer.config import ConfigError, PolicyConfig
 from archer.data.rollout import collect_trajectories
 from archer.envs.base import BatchedTextEnv, StepResult
 from archer.models.incremental import IncrementalActor, IncrementalSession, supports_kv_reuse
@@ -70,43 +69,17 @@ class ScriptedEnv(BatchedTextEnv):
         return results
 
 
-@pytest.fixture(scope="module")
-def weights(model_cache_dir: str, tiny_corpus: list[str]) -> dict[str, dict[str, torch.Tensor]]:
-    """Weights for the tiny policy of tests/conftest.py that make greedy play worth comparing.
-
-    ``trained``: 60 Adam steps on the corpus give questions of varied lengths, ended by the stop token (the
-    untrained model stops at once). ``noisy``: random weights that never stop before ``max_new_tokens`` and write
-    byte tokens that do not re-tokenise to themselves.
-    """
-    cfg = PolicyConfig(embedded=EmbeddedModelConfig(n_layer=2, n_embd=32, n_head=2, vocab_size=320, max_positions=128))
-    model, tokenizer = load_policy_model(cfg, model_cache_dir, lambda: tiny_corpus)
-    policy = LanguagePolicy(model, tokenizer, cfg)
-    initial = copy.deepcopy(model.state_dict())
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        ids, mask = policy.left_pad(policy.encode_prompts(tiny_corpus))
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-        for _ in range(60):
-            position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-            labels = ids.masked_fill(mask == 0, -100)
-            model(input_ids=ids, attention_mask=mask, position_ids=position_ids, labels=labels).loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-        noisy = {name: value + 0.5 * torch.randn_like(value) for name, value in initial.items()}
-    return {"trained": copy.deepcopy(model.state_dict()), "noisy": noisy}
-
-
 @pytest.fixture
 def make_policy(
     tiny_policy_config: PolicyConfig,
     tiny_corpus: list[str],
     model_cache_dir: str,
-    weights: dict[str, dict[str, torch.Tensor]],
+    tiny_policy_weights: dict[str, dict[str, torch.Tensor]],
 ) -> Callable[..., LanguagePolicy]:
     def make(kind: str = "trained", **changes: Any) -> LanguagePolicy:
         cfg = dataclasses.replace(tiny_policy_config, **changes)
         model, tokenizer = load_policy_model(cfg, model_cache_dir, lambda: tiny_corpus)
-        model.load_state_dict(weights[kind])
+        model.load_state_dict(tiny_policy_weights[kind])
         return LanguagePolicy(model, tokenizer, cfg)
 
     return make
