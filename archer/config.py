@@ -715,6 +715,14 @@ class ArcherConfig(AlgorithmConfig):
             the recent policies that filled the buffer (SARSA-style), at no generation cost: many more critic steps
             fit in the same time, which a small CPU run needs. The replay buffer's capacity sets how far behind the
             current policy that estimate may lag.
+        v_target_pool: P, or ``null`` (the paper). With ``v_target_action: sample``, the V-target actions are the
+            critic phase's generation cost: one fresh sample per critic row. With P, the phase first draws P
+            transitions from the buffer (uniformly, with replacement) and samples one action for each with the
+            current policy; every critic step then draws its batch from those P (uniformly, with replacement), each
+            row with its pool transition's action. The policy does not change during the critic phase, so each row's
+            V target is still ``Qbar(s, a~)`` at a fresh sample of the current policy, and each row is still a
+            uniform draw from the buffer: the same estimator, with rows repeated within a phase, at P generations
+            instead of ``critic_steps_per_iter * critic_batch_size``.
         q_target_mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * (r + gamma * Vbar(s')) + w * G``
             (Ostrovski et al., 2017), with G the discounted return the stored game collected from (s, a) (discount
             ``gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
@@ -754,6 +762,7 @@ class ArcherConfig(AlgorithmConfig):
     generation_batch_size: int = 256
     center_advantages: bool = False
     v_target_action: str = "sample"
+    v_target_pool: int | None = None
     q_target_mc_weight: float = 0.0
     log_advantage_check: bool = True
     actor_samples_per_state: int = 1
@@ -790,6 +799,12 @@ class ArcherConfig(AlgorithmConfig):
         _check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
         _check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
         _check_choice(self.v_target_action, "algorithm.v_target_action", V_TARGET_ACTIONS)
+        _check(self.v_target_pool is None or self.v_target_pool > 0, "algorithm.v_target_pool", "> 0 or null")
+        _check(
+            self.v_target_pool is None or self.v_target_action == "sample",
+            "algorithm.v_target_pool",
+            "pools fresh V-target samples; with v_target_action=replay there is nothing to sample (set it to null)",
+        )
         _check(0.0 <= self.q_target_mc_weight <= 1.0, "algorithm.q_target_mc_weight", "must be in [0, 1]")
         _check(
             self.actor_samples_per_state >= 1 and self.actor_batch_size % self.actor_samples_per_state == 0,

@@ -125,20 +125,39 @@ class ArcherAlgorithm(Algorithm):
 
     def critic_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         cfg = self.cfg
-        batches = [buffer.sample(cfg.critic_batch_size, rng) for _ in range(cfg.critic_steps_per_iter)]
-        if cfg.v_target_action == "replay":
-            sampled = [action for batch in batches for action in batch.actions]
-        else:
-            states = [obs for batch in batches for obs in batch.observations]
-            # All V-target actions of the phase at once: the policy is fixed during the critic phase.
-            sampled = generate_at_states(self.policy, states, greedy=False, batch_size=cfg.generation_batch_size).texts
+        batches, v_target_actions = self._critic_batches(buffer, rng)
         records = []
         steps = tqdm(batches, desc="critic", unit="step", leave=False, disable=not self.progress)
         for step, batch in enumerate(steps):
             offset = step * cfg.critic_batch_size
-            records.append(self.critic_step(batch, sampled[offset : offset + len(batch)], iteration, step))
+            records.append(self.critic_step(batch, v_target_actions[offset : offset + len(batch)], iteration, step))
             steps.set_postfix(loss=f"{records[-1]['critic/loss']:.3f}")
         return mean_metrics(records)
+
+    def _critic_batches(
+        self, buffer: ReplayBuffer, rng: np.random.Generator
+    ) -> tuple[list[TransitionBatch], list[str]]:
+        """The critic phase's batches and, row after row, the action each row's V target is taken at.
+
+        All V-target actions of the phase are sampled at once: the policy is fixed during the critic phase. With
+        ``v_target_pool`` the batches are drawn from a pool of that many buffer transitions, one sample each.
+        """
+        cfg = self.cfg
+        steps, size = cfg.critic_steps_per_iter, cfg.critic_batch_size
+        if cfg.v_target_pool is not None:
+            pool = rng.integers(0, len(buffer), size=cfg.v_target_pool)
+            states = buffer.get(pool).observations
+            pool_actions = self._sample_at(states)
+            picks = [rng.integers(0, cfg.v_target_pool, size=size) for _ in range(steps)]
+            return [buffer.get(pool[rows]) for rows in picks], [pool_actions[i] for rows in picks for i in rows]
+        batches = [buffer.sample(size, rng) for _ in range(steps)]
+        if cfg.v_target_action == "replay":
+            return batches, [action for batch in batches for action in batch.actions]
+        return batches, self._sample_at([obs for batch in batches for obs in batch.observations])
+
+    def _sample_at(self, states: list[str]) -> list[str]:
+        """One fresh sample of the current policy at each of ``states`` (texts)."""
+        return generate_at_states(self.policy, states, greedy=False, batch_size=self.cfg.generation_batch_size).texts
 
     # ---- actor -------------------------------------------------------------------------------------------
 

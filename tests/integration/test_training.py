@@ -338,6 +338,36 @@ def test_replay_v_targets_use_the_stored_actions_without_generating(
     assert all(stored == v_target for stored, v_target in seen)
 
 
+def test_a_v_target_pool_samples_once_per_pool_transition_and_batches_draw_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overrides = [*ARCHER_TINY, "algorithm.v_target_action=sample", "algorithm.v_target_pool=5"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *overrides)
+    algorithm = trainer.algorithm
+    trainer.collect(1)
+    sampled_at: list[list[str]] = []
+
+    def numbered_samples(states: list[str]) -> list[str]:
+        sampled_at.append(list(states))
+        return [f"sample {i}" for i in range(len(states))]
+
+    seen: list[tuple[list[str], list[str]]] = []
+
+    def record_step(batch, v_target_actions, *args):
+        seen.append((batch.observations, v_target_actions))
+        return {"critic/loss": 0.0}
+
+    monkeypatch.setattr(algorithm, "_sample_at", numbered_samples)
+    monkeypatch.setattr(algorithm, "critic_step", record_step)
+    algorithm.critic_phase(trainer.buffer, 1, np.random.default_rng(0))
+    # One generation call for the 5 pool states; 2 steps of 8 rows, each row a pool transition with its sample.
+    assert len(sampled_at) == 1 and len(sampled_at[0]) == 5
+    assert [len(rows) for rows, _ in seen] == [8, 8]
+    for observations, actions in seen:
+        for observation, action in zip(observations, actions, strict=True):
+            assert observation == sampled_at[0][int(action.split()[1])]
+
+
 def test_monte_carlo_weight_one_regresses_q_on_the_stored_returns(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.q_target_mc_weight=1")
     trainer.collect(1)

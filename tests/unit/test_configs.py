@@ -93,6 +93,8 @@ def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> 
         ("algorithm.q_target_mc_weight=1.5", "algorithm.q_target_mc_weight"),
         ("algorithm.kl_coeff=-1", "algorithm.kl_coeff"),
         ("algorithm.kl_coeff=0.1 model.policy.shard=fsdp", "algorithm.kl_coeff"),
+        ("algorithm.v_target_pool=0", "algorithm.v_target_pool"),
+        ("algorithm.v_target_pool=64 algorithm.v_target_action=replay", "algorithm.v_target_pool"),
     ],
 )
 def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:

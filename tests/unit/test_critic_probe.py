@@ -9,10 +9,11 @@ from torch import nn
 from archer.config import TwentyQuestionsEnvConfig
 from archer.critic_probe import probe_critic
 from archer.data.scripted_questioners import GreedyQuestioner
-from archer.data.twenty_questions_probe import ProbeState, probe_states
+from archer.data.trajectory import Trajectory
+from archer.data.twenty_questions_probe import ProbeState, history_turns, probe_states, probe_states_from_games
 from archer.envs import make_env, make_oracle
 from archer.envs.knowledge_oracle import parse_question
-from archer.envs.oracles import NO, YES
+from archer.envs.oracles import INVALID, NO, YES
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +91,32 @@ def test_probe_fractions_and_gaps_from_hand_set_scores() -> None:
     assert figures["probe/states"] == 2
     with pytest.raises(ValueError, match="at least one probe state"):
         probe_critic(critic, [])
+
+
+def test_history_turns_split_each_line_at_its_answer() -> None:
+    observation = "Questions:\nIs it alive? No.\nIs it red? Yes.\nblah Invalid Question.\n"
+    assert history_turns(observation) == [("Is it alive?", "No."), ("Is it red?", "Yes."), ("blah", INVALID)]
+
+
+def test_probe_states_from_a_policys_games_are_the_moments_after_a_refuted_guess(env) -> None:
+    words = env.words
+    dog = next(w for w in words if w.name == "dog")
+    first = "Questions:\n"
+    after_guess = first + "Is it alive? Yes.\nIs it a banana? No.\n"  # impossible word: still a refuted guess
+    game = Trajectory(
+        [first, first + "Is it alive? Yes.\n", after_guess, after_guess + "Is it a dog? Yes.\n"],
+        ["Is it alive?", "Is it a banana?", "Is it a dog?"],
+        [-1.0, -1.0, 0.0],
+        terminated=True,
+    )
+    states = probe_states_from_games([game], [dog], words)
+    # Only "alive" words remain besides the hidden dog; none is, so there is no other guess and no state.
+    assert states == []
+    pen = next(w for w in words if w.name == "pen")
+    lost = first + "Is it bigger than a breadbox? No.\nIs it a football? No.\n"
+    game = Trajectory([first, first + "Is it bigger than a breadbox? No.\n", lost], ["a", "b"], [-1.0, -1.0])
+    (state,) = probe_states_from_games([game], [pen], words)
+    assert state.observation == lost and state.repeat == "Is it a football?" and state.secret == "pen"
+    # Small things other than the football and the pen: banana and scissors.
+    assert state.other_wrong_guesses == ("Is it a banana?", "Is it scissors?")
+    assert probe_states_from_games([game, game], [pen, pen], words, max_states=1) == [state]

@@ -173,3 +173,31 @@ def test_the_reply_changes_the_vector_and_a_repeated_question_matches_its_earlie
         utterance = reader.project(reply_critic.text_encoder(["Is it alive?"]))
         asked = reader.project(reply_critic.text_encoder([reader.split_reply("Is it alive? No.")[0]]))
         assert torch.equal(utterance, asked)
+
+
+def test_action_similarity_is_the_cosine_to_each_earlier_turn_and_zero_elsewhere() -> None:
+    # Three distinct utterances as unit-free vectors: rows 0 and 2 are parallel, row 1 is orthogonal to both.
+    encoded = torch.tensor([[2.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
+    per_text = [[("q0", "No."), ("q1", "Yes."), ("a", None)], [("q1", "No."), ("a", None)], [("q0", "No.")]]
+    index = torch.tensor([[0, 1, 2], [1, 2, 0], [0, 0, 0]])  # padding rows point anywhere
+    similarity = TurnEncoder._action_similarities(encoded, index, per_text, with_action=[True, True, False])
+    expected = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    torch.testing.assert_close(similarity, expected)
+
+
+def test_with_action_similarity_a_repeated_question_reads_differently_from_a_new_one(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
+) -> None:
+    torch.manual_seed(0)
+    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", action_similarity=True)
+    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, q_input="joint", freeze_encoder=True)
+    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus).eval()
+    reader = critic.encoder
+    with torch.no_grad():
+        # The similarity map's output is added to the earlier turns only when an action is read.
+        reader.similarity[-1].bias.zero_()
+        plain = reader([HISTORY])
+        repeat = reader([HISTORY], ["Is it alive?"])
+        reader.similarity[-1].weight.zero_()  # switch the feature off: the same action then reads the same
+        assert not torch.allclose(repeat, reader([HISTORY], ["Is it alive?"]))
+        torch.testing.assert_close(reader([HISTORY]), plain)  # V's reading never carries it
