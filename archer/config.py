@@ -120,7 +120,7 @@ class PolicyConfig:
             what the learner re-tokenises; see ``archer.models.incremental``).
         compile: run the policy's scoring passes (the log-probabilities of the actor, BC and PPO losses) through
             ``torch.compile(dynamic=True)``; generation stays eager (Hugging Face's ``generate`` changes shapes every
-            step). Measured on this 2-core CPU it does not pay (README "Speed"), so it is off by default; on a GPU
+            step). Measured on this 2-core CPU it does not pay (docs/speed.md), so it is off by default; on a GPU
             with long training passes it can. Not combined with ``shard=fsdp``.
         share_prefixes: when ArCHer samples at many replay states at once (its critic phase's V-target actions, which
             archer_baseline and archer_ppo inherit, and its actor step's samples), compute the keys and values of
