@@ -1,9 +1,24 @@
-"""Side-by-side benchmark of the methods on Twenty Questions: greedy-evaluation return against data used.
+"""The paper's method comparison on Twenty Questions at an equal trajectory budget (issue 14, item 4).
 
-Every (method, seed) is an ordinary ``scripts/run.py`` run in its own folder under ``--out``, so a killed benchmark
-resumes: finished runs are reused and unfinished ones continue from their checkpoint. Then the script reads every
-run's ``metrics.jsonl`` and writes ``results.md`` (the table and whether the paper's orderings hold), ``runs.csv``
-(one row per run), ``curves.csv`` (every evaluation point) and ``curves.png``.
+One command trains every method over the same seeds and regenerates, into ``--docs`` (the repository's
+``docs/benchmark/``), ``results.md`` (the per-method table, the paper's orderings, the games token-level PPO needs
+to reach ArCHer's final return, whether IQL + REINFORCE collapses, the exact command, every run's config and
+overrides), ``runs.csv`` (one row per run), ``curves.csv`` (every evaluation point) and ``curves.png`` (greedy return
+against games, seed mean and min-max band per method; offline methods in a second panel against gradient steps).
+
+Every (method, seed) is an ordinary ``scripts/run.py`` run in its own folder under ``--out`` (not under ``docs/``),
+so a killed benchmark resumes: finished runs are reused and unfinished ones continue from their checkpoint.
+
+Budgets (defaults):
+
+- online (``archer_20q``, ``online_filteredbc_20q``, ``chai_20q``): ``--trajectories`` 1,280 environment games per
+  run (40 iterations of 32), greedy evaluation every ``--eval-every`` 160 games;
+- token-level PPO (``ppo_20q``): ``--ppo-budget-factor`` 10 times as many games (12,800: 400 iterations of its
+  shipped 32), evaluated every 160 games as well (a coarser multiple when its games per iteration do not divide
+  ``--eval-every``), so its curve is read both at ArCHer's budget and at its own;
+- offline (``offline_archer_20q``, ``offline_filteredbc_20q``, ``offline_bc_20q``, ``iql_reinforce_20q``):
+  ``--offline-steps`` 3,000 gradient steps on one fixed dataset, evaluation every ``--offline-eval-every`` 500;
+- ``--seeds`` 3 (seeds 0, 1, 2) for every method.
 
 What makes the comparison fair:
 
@@ -11,22 +26,29 @@ What makes the comparison fair:
   and ``pretrain`` settings, applied as overrides where a method's shipped config differs, so all online methods
   start from one cached behaviour-cloning policy (built once, before the runs) and critics of one design; offline
   runs take the reference's policy model but keep their own critic;
-- online methods play the same number of environment games (``--trajectories``) and are evaluated after the same
-  numbers of games (``--eval-every``); algorithm hyperparameters stay those of each method's shipped config;
+- online methods play the same number of environment games and are evaluated after the same numbers of games
+  (token-level PPO aside: more games, same evaluation points); algorithm hyperparameters stay those of each
+  method's shipped config;
 - offline methods train on the same fixed dataset (``data``: scripted games) for the same number of gradient
-  steps (``--offline-steps``), from each config's ``model.policy`` (the embedded model from scratch).
+  steps, from each config's ``model.policy`` (the embedded model from scratch).
 
-The default size is the smallest the shipped schedules allow (archer_20q's actor starts after 5 iterations of 32
-games, so 192 games give it one actor iteration), with 2 seeds: it compares the methods' first steps, not their
-converged returns. Measured on the idle 2-core development machine (``--jobs 2``, 1 thread per run, starting
-policy cached): 39 min wall in all, of which chai_20q's two runs take 25 min side by side (about 4.5 min per
-iteration; archer_20q about 1 min, online_filteredbc_20q 12 s); offline_archer_20q about 2.5 s per gradient step.
-Building the starting policy adds about 3 min once. ``--seeds 3`` takes about 1.5 times as long.
+Wall time: an estimate, not a measurement of these defaults. The per-iteration times measured for the earlier,
+smaller default (2 seeds, 192 games, 100 offline steps; ``--jobs 2``, 1 thread per run, idle 2-core machine, before
+``archer_20q`` took its MiniLM critic) were: archer_20q about 1 min per iteration, chai_20q about 4.5 min,
+online_filteredbc_20q 12 s, offline_archer_20q about 2.5 s per gradient step (docs/results.md adds about 0.2 s
+(offline filtered BC) and 0.3 s (offline BC) per step). Scaled to the defaults: archer_20q 40 min per run,
+chai_20q 3 h, online_filteredbc_20q 8 min, offline_archer_20q 2 h, offline filtered BC and BC 10-15 min each; 3 seeds
+make that about 19 h of run time. iql_reinforce_20q and ppo_20q have no measured per-iteration time: if
+iql_reinforce_20q costs what offline_archer_20q does, add 6 h; ppo_20q's 400 iterations at the "several minutes"
+per iteration its config states (3 min, say) are 20 h per run, 60 h for 3 seeds. With ``--jobs 2`` the whole
+default is then roughly 40-45 h wall, most of it PPO; leave it out (``--methods``) or give it its own session,
+since finished runs are reused. Building the starting policy once adds a few minutes.
 
 Usage (from ``scripts/``, like ``run.py``)::
 
-    python benchmark_methods.py                       # defaults: 3 seeds, see --help
+    python benchmark_methods.py                       # the defaults above; writes ../docs/benchmark/
     python benchmark_methods.py --methods archer_20q,chai_20q --seeds 5 --trajectories 640
+    python benchmark_methods.py --ppo-budget-factor 4 --override ppo_20q:algorithm.rollout_episodes_per_iter=64
     python benchmark_methods.py --report-only         # rebuild the table and plot from the runs
     python benchmark_methods.py --dry-run             # print every run's run.py command
 """
@@ -39,6 +61,7 @@ import json
 import math
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -61,15 +84,37 @@ SCRIPTS = Path(__file__).resolve().parent
 CONFIG_DIR = SCRIPTS / "config"
 RUN_PY = SCRIPTS / "run.py"
 
-ONLINE = ("archer_20q", "chai_20q", "online_filteredbc_20q")
-ONLINE_EXTRA = ("archer_20q_plain", "archer_baseline_20q", "archer_ppo_20q", "ppo_20q")
-OFFLINE = ("offline_archer_20q", "offline_filteredbc_20q", "offline_bc_20q")
-OFFLINE_EXTRA = ("iql_reinforce_20q",)
+DOCS = SCRIPTS.parent / "docs" / "benchmark"
+
+ONLINE = ("archer_20q", "online_filteredbc_20q", "chai_20q", "ppo_20q")
+ONLINE_EXTRA = ("archer_20q_plain", "archer_baseline_20q", "archer_ppo_20q")
+OFFLINE = ("offline_archer_20q", "offline_filteredbc_20q", "offline_bc_20q", "iql_reinforce_20q")
+OFFLINE_EXTRA: tuple[str, ...] = ()
 KNOWN = (*ONLINE, *ONLINE_EXTRA, *OFFLINE, *OFFLINE_EXTRA)
-# The paper's orderings (ARCHER_SPEC.md section 6): each pair reads "first above second".
+ARCHER = "archer_20q"
+# Token-level PPO is the paper's "100x" baseline: it gets --ppo-budget-factor times the other online runs' games.
+TOKEN_PPO = "ppo_20q"
+IQL_REINFORCE, OFFLINE_BC = "iql_reinforce_20q", "offline_bc_20q"
+# What each config is, for the table's first column (the run's own switches are listed under its overrides).
+WHAT = {
+    "archer_20q": "online ArCHer (bootstrapped utterance critic, token-level REINFORCE actor)",
+    "online_filteredbc_20q": "online filtered BC (clones the top 10% of recent games)",
+    "chai_20q": "CHAI (ArCHer's critic reranks policy samples)",
+    "ppo_20q": "token-level PPO (GAE, KL to the start, value model)",
+    "archer_20q_plain": "online ArCHer with the paper's critic (encoder trained from scratch)",
+    "archer_baseline_20q": "online ArCHer with a token-level baseline",
+    "archer_ppo_20q": "online ArCHer with a PPO low level",
+    "offline_archer_20q": "offline ArCHer (IQL critic, advantage-weighted actor)",
+    "offline_filteredbc_20q": "offline filtered BC (clones the top 10% of the dataset)",
+    "offline_bc_20q": "offline BC",
+    "iql_reinforce_20q": "IQL + REINFORCE (IQL critic, REINFORCE on fresh samples)",
+}
+# The paper's orderings (ARCHER_SPEC.md section 6) read from final returns: each pair reads "first above second".
+# ArCHer against token-level PPO is read at two budgets (ppo_lines), and IQL + REINFORCE's collapse against offline
+# BC (collapse_verdict).
 ORDERINGS = (
-    ("online", "archer_20q", "chai_20q"),
     ("online", "archer_20q", "online_filteredbc_20q"),
+    ("online", "archer_20q", "chai_20q"),
     ("offline", "offline_archer_20q", "offline_filteredbc_20q"),
     ("offline", "offline_filteredbc_20q", "offline_bc_20q"),
 )
@@ -97,6 +142,8 @@ class RunSpec:
     run_dir: Path
     overrides: list[str]
     config: RunConfig
+    budget: int  # environment games (online) or gradient steps (offline)
+    eval_every: int  # in the same unit
 
     def command(self, args: argparse.Namespace) -> list[str]:
         head = [str(RUN_PY), "--config-name", self.method, f"run_dir={self.run_dir}", f"seed={self.seed}"]
@@ -188,6 +235,17 @@ def exact_quotient(total: int, per: int, what: str, method: str) -> int:
     return total // per
 
 
+def online_schedule(method: str, per_iter: int, args: argparse.Namespace) -> tuple[int, int]:
+    """A run's budget and evaluation interval in games: token-level PPO gets ``--ppo-budget-factor`` times the games.
+
+    PPO's evaluation interval is the smallest multiple of ``--eval-every`` that is a whole number of its iterations,
+    so its points coincide with the other methods' (its value at ArCHer's budget is read off its curve).
+    """
+    if method != TOKEN_PPO:
+        return args.trajectories, args.eval_every
+    return args.ppo_budget_factor * args.trajectories, math.lcm(args.eval_every, per_iter)
+
+
 def plan(args: argparse.Namespace) -> list[RunSpec]:
     """Compose every run's config in-process (so errors show before anything trains) and return the runs."""
     specs = []
@@ -202,18 +260,22 @@ def plan(args: argparse.Namespace) -> list[RunSpec]:
             algorithm = checked_config(method, [ENV, *shared, *user]).algorithm
             if kind == "online":
                 per_iter = algorithm.rollout_episodes_per_iter
-                iterations = exact_quotient(args.trajectories, per_iter, "--trajectories", method)
-                every = exact_quotient(args.eval_every, per_iter, "--eval-every", method)
+                budget, eval_every = online_schedule(method, per_iter, args)
+                what = "--ppo-budget-factor x --trajectories" if method == TOKEN_PPO else "--trajectories"
+                iterations = exact_quotient(budget, per_iter, what, method)
             else:
                 per_iter = algorithm.steps_per_iter
-                iterations = exact_quotient(args.offline_steps, per_iter, "--offline-steps", method)
-                every = exact_quotient(args.offline_eval_every, per_iter, "--offline-eval-every", method)
+                budget, eval_every = args.offline_steps, args.offline_eval_every
+                iterations = exact_quotient(budget, per_iter, "--offline-steps", method)
+            every = exact_quotient(
+                eval_every, per_iter, "--eval-every" if kind == "online" else "--offline-eval-every", method
+            )
             schedule = [f"algorithm.num_iterations={iterations}", f"eval.every_iters={every}"]
             overrides = [ENV, *shared, *user, *schedule]
             for seed in args.seeds:
                 config = checked_config(method, [*run_settings(args), *overrides, f"seed={seed}"])
                 run_dir = args.out / "runs" / method / f"seed{seed}"
-                specs.append(RunSpec(method, kind, seed, run_dir.resolve(), overrides, config))
+                specs.append(RunSpec(method, kind, seed, run_dir.resolve(), overrides, config, budget, eval_every))
     return specs
 
 
@@ -348,25 +410,125 @@ def fmt(values: Sequence[float], digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}" if len(values) > 1 else f"{mean:.{digits}f}"
 
 
+def finals(runs: Sequence[RunResult]) -> list[float]:
+    """The final greedy return of every finished run."""
+    return [r.final["return"] for r in runs if r.final]
+
+
+def difference(high: Sequence[float], low: Sequence[float]) -> tuple[float, float | None, str]:
+    """``mean(high) - mean(low)``, two standard errors of that difference (None under 2 seeds a side), and a verdict.
+
+    The verdict is "holds" when the difference is above two standard errors, "reversed" when below minus two.
+    """
+    (m1, s1), (m2, s2) = mean_std(high), mean_std(low)
+    diff = m1 - m2
+    if min(len(high), len(low)) < 2:
+        return diff, None, "one seed, so no spread to judge it by: not resolved"
+    two_se = 2 * math.sqrt(s1**2 / len(high) + s2**2 / len(low))
+    if diff > two_se:
+        return diff, two_se, "holds"
+    if diff < -two_se:
+        return diff, two_se, "reversed"
+    return diff, two_se, "not resolved within the spread"
+
+
+def compare(higher: str, high: Sequence[float], lower: str, low: Sequence[float]) -> str:
+    """Whether ``high`` is above ``low`` beyond two standard errors of the difference of their means."""
+    if not high or not low:
+        return f"{higher} > {lower}: no finished runs of both"
+    diff, two_se, verdict = difference(high, low)
+    head = f"{higher} > {lower}: difference {diff:+.2f}"
+    if two_se is None:
+        return f"{head}; {verdict}"
+    return f"{head} (2 standard errors: {two_se:.2f}, {len(high)} and {len(low)} seeds): {verdict}"
+
+
 def ordering_verdict(results: dict[str, list[RunResult]], higher: str, lower: str) -> str:
     """Whether ``higher``'s final greedy return is above ``lower``'s beyond two standard errors of the difference."""
-    finals = {m: [r.final["return"] for r in results.get(m, []) if r.final] for m in (higher, lower)}
-    if not finals[higher] or not finals[lower]:
-        return f"{higher} > {lower}: no finished runs of both"
-    (m1, s1), (m2, s2) = mean_std(finals[higher]), mean_std(finals[lower])
-    n1, n2 = len(finals[higher]), len(finals[lower])
-    diff = m1 - m2
-    head = f"{higher} > {lower}: difference {diff:+.2f}"
-    if min(n1, n2) < 2:
-        return f"{head}; one seed, so no spread to judge it by: not resolved"
-    se = math.sqrt(s1**2 / n1 + s2**2 / n2)
-    if diff > 2 * se:
-        verdict = "holds"
-    elif diff < -2 * se:
-        verdict = "reversed"
+    return compare(higher, finals(results.get(higher, [])), lower, finals(results.get(lower, [])))
+
+
+def seed_mean_curve(runs: Sequence[RunResult]) -> list[tuple[float, float]]:
+    """(x, seed-mean greedy return) at the evaluations every given run has, in order of x."""
+    curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.curve]
+    if not curves:
+        return []
+    xs = sorted(set.intersection(*(set(c) for c in curves)))
+    return [(x, statistics.fmean(c[x] for c in curves)) for x in xs]
+
+
+def games_to_reach(curve: Sequence[tuple[float, float]], target: float) -> float | None:
+    """The first x at which the curve's value is at least ``target``; None if it never is."""
+    return next((x for x, value in curve if value >= target), None)
+
+
+def value_at(curve: Sequence[dict[str, float]], x: float) -> dict[str, float] | None:
+    """The run's last evaluation at or before ``x``, provided the run has been evaluated at or beyond ``x``."""
+    if not curve or curve[-1]["x"] < x:
+        return None
+    return [p for p in curve if p["x"] <= x][-1]
+
+
+def ppo_lines(grouped: dict[str, list[RunResult]], args: argparse.Namespace) -> list[str]:
+    """ArCHer against token-level PPO at ArCHer's budget and at PPO's, and the games PPO needs to reach ArCHer."""
+    archer, ppo = grouped.get(ARCHER, []), grouped.get(TOKEN_PPO, [])
+    archer_finals = finals(archer)
+    budget = ppo[0].spec.budget if ppo else args.ppo_budget_factor * args.trajectories
+    # PPO's return at ArCHer's budget is read from its curve (unfinished runs count once they are past it).
+    at_budget = [p for p in (value_at(r.curve, args.trajectories) for r in ppo) if p is not None]
+    read_at = sorted({p["x"] for p in at_budget})
+    where = f"{TOKEN_PPO} at {args.trajectories} games" + (
+        f" (its evaluation at {'/'.join(f'{x:.0f}' for x in read_at)})"
+        if read_at and read_at != [args.trajectories]
+        else ""
+    )
+    lines = [
+        compare(ARCHER, archer_finals, where, [p["return"] for p in at_budget]),
+        compare(ARCHER, archer_finals, f"{TOKEN_PPO} at its full {budget} games", finals(ppo)),
+    ]
+    done = [r for r in ppo if r.final]
+    if not archer_finals or not done:
+        lines.append(f"Games {TOKEN_PPO} needs to reach {ARCHER}'s final return: no finished runs of both")
+        return lines
+    target = statistics.fmean(archer_finals)
+    reached = games_to_reach(seed_mean_curve(done), target)
+    head = f"Games token-level PPO ({TOKEN_PPO}, seed-mean greedy curve) needs to reach {ARCHER}'s final return"
+    if reached is None:
+        lines.append(
+            f"{head} ({target:.2f}, seed mean): not reached within {budget} games "
+            f"({budget / args.trajectories:g}x {ARCHER}'s {args.trajectories})"
+        )
+    elif reached == 0:
+        lines.append(
+            f"{head} ({target:.2f}, seed mean): 0 games: its start is already at or above it, so {ARCHER} did not "
+            "improve on the shared start"
+        )
     else:
-        verdict = "not resolved within the spread"
-    return f"{head} (2 standard errors: {2 * se:.2f}, {n1} and {n2} seeds): {verdict}"
+        lines.append(
+            f"{head} ({target:.2f}, seed mean): {reached:.0f} games ({reached / args.trajectories:.1f}x "
+            f"{ARCHER}'s {args.trajectories})"
+        )
+    return lines
+
+
+def collapse_verdict(collapsed: Sequence[float], baseline: Sequence[float], floor: float) -> str:
+    """Whether IQL + REINFORCE's final returns (``collapsed``) are below offline BC's beyond two standard errors.
+
+    The paper reports that IQL + REINFORCE without a BC term collapses to the return floor (-20 in Twenty Questions:
+    every question asked, the word never found); the verdict also says how far above ``floor`` its mean ends.
+    """
+    head = f"{IQL_REINFORCE} collapses (paper: to {floor:g})"
+    if not collapsed or not baseline:
+        return f"{head}: no finished runs of both it and {OFFLINE_BC}"
+    diff, two_se, verdict = difference(baseline, collapsed)
+    seeds = f"{len(collapsed)} and {len(baseline)} seeds"
+    spread = f"2 standard errors: {two_se:.2f}, {seeds}" if two_se is not None else seeds
+    below = f"below {OFFLINE_BC} by {diff:+.2f} ({spread}): {verdict}"
+    above_floor = statistics.fmean(collapsed) - floor
+    return (
+        f"{head}: final return {fmt(collapsed)} against {OFFLINE_BC}'s {fmt(baseline)}; {below}; its mean is "
+        f"{above_floor:.2f} above the {floor:g} floor"
+    )
 
 
 def group(results: Sequence[RunResult]) -> dict[str, list[RunResult]]:
@@ -376,8 +538,8 @@ def group(results: Sequence[RunResult]) -> dict[str, list[RunResult]]:
     return grouped
 
 
-def table_rows(results: Sequence[RunResult]) -> list[dict[str, Any]]:
-    """One CSV row per run: the numbers read from its metrics.jsonl."""
+def table_rows(results: Sequence[RunResult], out: Path) -> list[dict[str, Any]]:
+    """One CSV row per run: the numbers read from its metrics.jsonl (``run_dir`` relative to ``out``)."""
     rows = []
     for r in results:
         start, final = r.start, r.final
@@ -388,6 +550,7 @@ def table_rows(results: Sequence[RunResult]) -> list[dict[str, Any]]:
                 "seed": r.spec.seed,
                 "finished": r.finished,
                 "x_unit": "env_trajectories" if r.spec.kind == "online" else "gradient_steps",
+                "x_budget": r.spec.budget,
                 "x_final": final["x"] if final else None,
                 "dataset_trajectories": r.dataset_trajectories,
                 "start_return": start["return"] if start else None,
@@ -398,19 +561,19 @@ def table_rows(results: Sequence[RunResult]) -> list[dict[str, Any]]:
                 "train_s": round(r.train_s, 1),
                 "wall_s": round(r.wall_s, 1) if r.wall_s is not None else None,
                 "cpu_s": round(r.cpu_s, 1) if r.cpu_s is not None else None,
-                "run_dir": str(r.spec.run_dir),
+                "run_dir": os.path.relpath(r.spec.run_dir, out),
             }
         )
     return rows
 
 
-def write_csvs(results: Sequence[RunResult], out: Path) -> None:
-    rows = table_rows(results)
-    with open(out / "runs.csv", "w", newline="", encoding="utf-8") as handle:
+def write_csvs(results: Sequence[RunResult], out: Path, docs: Path) -> None:
+    rows = table_rows(results, out)
+    with open(docs / "runs.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    with open(out / "curves.csv", "w", newline="", encoding="utf-8") as handle:
+    with open(docs / "curves.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["method", "kind", "seed", "iteration", "x", "eval_return_mean", "eval_success_rate"])
         for r in results:
@@ -424,6 +587,81 @@ def _reranks_at_eval(result: RunResult) -> bool:
     """Whether the run is CHAI evaluated by reranking (``algorithm.rerank_at_eval``) rather than one greedy decode."""
     algorithm = result.spec.config.algorithm
     return algorithm.name == "chai" and getattr(algorithm, "rerank_at_eval", False)
+
+
+def describe(spec: RunSpec) -> str:
+    """The table's name for a run config: what it is, and the switches that change what it is."""
+    algorithm = spec.config.algorithm
+    what = WHAT.get(spec.method, spec.method)
+    if algorithm.name == "chai":
+        what += ", policy trained" if getattr(algorithm, "update_policy", False) else ", policy frozen"
+    if algorithm.name == "iql_reinforce":
+        kl = getattr(algorithm, "kl_coeff", 0.0)
+        what += ", no BC term (kl_coeff 0)" if not kl else f", KL to the start (kl_coeff {kl:g})"
+    return f"{what}, as in `{spec.method}`"
+
+
+def command_text(argv: Sequence[str], cwd: str | None) -> str:
+    """The benchmark's command line as a reader would type it (from ``scripts/`` when it was run there)."""
+    tail = shlex.join(argv)
+    if cwd is None or Path(cwd) == SCRIPTS:
+        return f"cd scripts && python benchmark_methods.py {tail}".rstrip()
+    return f"python {SCRIPTS / 'benchmark_methods.py'} {tail}".rstrip() + f" (run from {cwd})"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (the page is committed), else as it is."""
+    try:
+        return str(path.relative_to(SCRIPTS.parent))
+    except ValueError:
+        return str(path)
+
+
+def header(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> list[str]:
+    """What produced the page: the command, seeds, budgets and the starting policies' returns."""
+    lines = ["# Method benchmark: Twenty Questions, 10-word subset", ""]
+    if "argv" in info:
+        lines.append(f"Runs produced by: `{command_text(info['argv'], info.get('cwd'))}`")
+        if info["argv"] != args.argv:
+            lines.append(f"This page rebuilt by: `{command_text(args.argv, str(Path.cwd()))}`")
+    else:
+        lines.append(f"Produced by: `{command_text(args.argv, str(Path.cwd()))}`")
+    seeds = ", ".join(map(str, args.seeds))
+    lines.append("")
+    lines.append(f"- Seeds: {len(args.seeds)} ({seeds}) for every method; runs under `{shown(args.out)}`.")
+    online = [r for r in results if r.spec.kind == "online"]
+    offline = [r for r in results if r.spec.kind == "offline"]
+    if online:
+        budgets = "; ".join(
+            f"`{m}` {runs[0].spec.budget} games, evaluated every {runs[0].spec.eval_every}"
+            for m, runs in group(online).items()
+            if runs[0].spec.budget != args.trajectories or runs[0].spec.eval_every != args.eval_every
+        )
+        lines.append(
+            f"- Online budget: {args.trajectories} environment games per run, greedy evaluation every "
+            f"{args.eval_every} games" + (f"; {budgets}" if budgets else "") + "."
+        )
+        starts = [r.start["return"] for r in online if r.start and not _reranks_at_eval(r)]
+        pretrain = online[0].spec.config.pretrain
+        built = (
+            f"behaviour cloning on `data` with `{args.reference}`'s `pretrain` ({pretrain.num_iterations} x "
+            f"{pretrain.steps_per_iter} steps of {pretrain.batch_size}), built once and cached"
+            if pretrain is not None
+            else "`model.policy` (no `pretrain`)"
+        )
+        lines.append(
+            f"- Start policy of every online run: {built}; greedy return "
+            + (f"{fmt(starts)} (iteration 0 of the online runs)." if starts else "not measured yet.")
+        )
+    if offline:
+        steps = offline[0].spec.budget
+        starts = [r.start["return"] for r in offline if r.start]
+        lines.append(
+            f"- Offline budget: {steps} gradient steps per run on one fixed dataset, greedy evaluation every "
+            f"{args.offline_eval_every} steps; each run starts from its config's untrained `model.policy` (greedy "
+            f"return {fmt(starts)})."
+        )
+    return lines
 
 
 def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> list[str]:
@@ -453,6 +691,27 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
         new = info.get("new_pretrained_folders_during_runs", [])
         if new:
             lines.append(f"WARNING: runs built their own starting policy in {new}: the starts are not shared.")
+    ppo = [r for r in online if r.spec.method == TOKEN_PPO]
+    if ppo:
+        spec = ppo[0].spec
+        per_iter = spec.config.algorithm.rollout_episodes_per_iter
+        coarser = (
+            f", the smallest multiple of {args.eval_every} that is a whole number of its iterations"
+            if spec.eval_every != args.eval_every
+            else ""
+        )
+        overridden = any(o.startswith("algorithm.rollout_episodes_per_iter=") for o in spec.overrides)
+        source = (
+            "set by `--override`"
+            if overridden
+            else f"`{TOKEN_PPO}.yaml`'s `algorithm.rollout_episodes_per_iter`, which divides the budget, so the "
+            "benchmark does not override it"
+        )
+        lines.append(
+            f"`{TOKEN_PPO}`: {args.ppo_budget_factor} x {args.trajectories} = {spec.budget} games "
+            f"(`--ppo-budget-factor`), {per_iter} games per iteration ({source}): {spec.budget // per_iter} "
+            f"iterations, evaluated every {spec.eval_every} games{coarser}."
+        )
     if offline:
         sizes = sorted({r.dataset_trajectories for r in offline if r.dataset_trajectories is not None})
         batch = sorted({r.spec.config.algorithm.batch_size for r in offline})
@@ -487,12 +746,13 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
 
 def markdown(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> str:
     grouped = group(results)
-    lines = [
-        "| method | data used | start return | final return | final − start | final return per seed "
-        "| final success | final sampled return | wall s / run | CPU s / run |",
+    lines = [*header(results, args, info), ""]
+    lines += [
+        "| method, as in its config | data used | start return | final return | final − start "
+        "| final return per seed | final success | final sampled return | wall s / run | CPU s / run |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for method, runs in grouped.items():
+    for runs in grouped.values():
         done = [r for r in runs if r.final]
         start = [r.start["return"] for r in runs if r.start]
         final = [r.final["return"] for r in done]
@@ -503,13 +763,13 @@ def markdown(results: Sequence[RunResult], args: argparse.Namespace, info: dict[
         walls = [r.wall_s for r in runs if r.wall_s is not None]
         cpus = [r.cpu_s for r in runs if r.cpu_s is not None]
         if runs[0].spec.kind == "online":
-            used = f"{args.trajectories} env games"
+            used = f"{runs[0].spec.budget} env games"
         else:
             sizes = sorted({r.dataset_trajectories for r in runs if r.dataset_trajectories is not None})
-            used = f"{'/'.join(map(str, sizes)) or '?'} dataset games, {args.offline_steps} steps"
+            used = f"{'/'.join(map(str, sizes)) or '?'} dataset games, {runs[0].spec.budget} steps"
         lines.append(
-            f"| `{method}` | {used} | {fmt(start)} | {fmt(final)} | {fmt(gain)} | {per_seed} | {fmt(success)} "
-            f"| {fmt(sampled) if sampled else '—'} | {fmt(walls, 0)} | {fmt(cpus, 0)} |"
+            f"| {describe(runs[0].spec)} | {used} | {fmt(start)} | {fmt(final)} | {fmt(gain)} | {per_seed} "
+            f"| {fmt(success)} | {fmt(sampled) if sampled else '—'} | {fmt(walls, 0)} | {fmt(cpus, 0)} |"
         )
     lines.append("")
     lines.append(
@@ -517,56 +777,95 @@ def markdown(results: Sequence[RunResult], args: argparse.Namespace, info: dict[
         f"{', '.join(map(str, args.seeds))}. Sampled return: the last iteration's training games."
     )
     lines.append("")
-    lines.append("Paper orderings (final greedy return):")
-    lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS]
+    lines.append(
+        "## Paper orderings\n\nFinal greedy return; an ordering holds when the difference of the seed means is above "
+        "two standard errors of that difference.\n"
+    )
+    lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS[:2]]
+    lines += [f"- {line}" for line in ppo_lines(grouped, args)]
+    lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS[2:]]
+    iql = grouped.get(IQL_REINFORCE, [])
+    # Twenty Questions scores -1 per question asked, so a game that never finds the word returns -max_turns.
+    floor = -float(iql[0].spec.config.env.max_turns) if iql else -20.0
+    lines.append(f"- {collapse_verdict(finals(iql), finals(grouped.get(OFFLINE_BC, [])), floor)}")
     lines.append("")
+    lines.append("## Configs and overrides\n")
+    lines.append(
+        "Each run is `python run.py --config-name <config> seed=<seed> run_dir=<out>/runs/<config>/seed<seed>` with "
+        f"`{' '.join(run_settings(args))}` and the overrides below (the reference's shared settings, then "
+        "`--override` values, then the benchmark's schedule).\n"
+    )
+    for method, runs in grouped.items():
+        lines.append(f"- `{method}` ({len(runs)} seeds): `{' '.join(runs[0].spec.overrides)}`")
+    lines.append("")
+    lines.append("## Notes\n")
     lines += [f"- {line}" for line in notes(results, args, info)]
     return "\n".join(lines) + "\n"
 
 
-def plot(results: Sequence[RunResult], path: Path) -> None:
-    """Mean greedy return over seeds against data used, with a ±1 standard deviation band; online and offline."""
+def plot(results: Sequence[RunResult], args: argparse.Namespace, path: Path) -> None:
+    """Seed-mean greedy return against data used, with the min-max band over seeds; online and offline panels."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     kinds = [k for k in ("online", "offline") if any(r.spec.kind == k for r in results)]
-    fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.5), squeeze=False)
     for ax, kind in zip(axes[0], kinds, strict=True):
         for method, runs in group([r for r in results if r.spec.kind == kind]).items():
             curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.curve]
             xs = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
             if not xs:
                 continue
-            stats = [mean_std([c[x] for c in curves]) for x in xs]
-            means = [m for m, _ in stats]
-            line = ax.plot(xs, means, marker="o", label=f"{method} ({len(curves)} seeds)")[0]
-            ax.fill_between(
-                xs, [m - s for m, s in stats], [m + s for m, s in stats], color=line.get_color(), alpha=0.2
-            )
+            values = [[c[x] for c in curves] for x in xs]
+            marker = "." if len(xs) <= 25 else None  # PPO's ten-times-longer curve would be a row of dots
+            line = ax.plot(
+                xs, [statistics.fmean(v) for v in values], marker=marker, label=f"{method} ({len(curves)})"
+            )[0]
+            ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], color=line.get_color(), alpha=0.2)
         if kind == "online":
-            ax.set_xlabel("environment trajectories used")
-            ax.set_title("online (band: ±1 std over seeds)")
+            longest = max(r.spec.budget for r in results if r.spec.kind == kind)
+            if longest > args.trajectories:
+                # PPO's longer budget on a linear axis would squeeze every other curve into its first tenth: linear
+                # up to the common budget, logarithmic beyond it.
+                ax.set_xscale("symlog", linthresh=args.trajectories, linscale=1.0)
+                ticks = [
+                    0,
+                    args.trajectories // 2,
+                    args.trajectories,
+                    *(f * args.trajectories for f in (2, 5, 10, 20)),
+                ]
+                ax.set_xticks([t for t in ticks if t <= longest] + ([longest] if longest not in ticks else []))
+                ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+                ax.axvline(args.trajectories, color="grey", linestyle=":", linewidth=1)
+            archer = finals(group(results).get(ARCHER, []))
+            if archer:
+                ax.axhline(statistics.fmean(archer), color="grey", linestyle="--", linewidth=1)
+            scale = f" (linear to {args.trajectories}, logarithmic beyond)" if longest > args.trajectories else ""
+            ax.set_xlabel(f"environment games used{scale}")
+            title = "online (line: seed mean; band: min-max over seeds"
+            ax.set_title(title + ("; dashed: ArCHer's final mean)" if archer else ")"), fontsize=10)
         else:
             sizes = sorted({r.dataset_trajectories for r in results if r.spec.kind == kind and r.dataset_trajectories})
             ax.set_xlabel(f"gradient steps on a fixed dataset of {'/'.join(map(str, sizes))} trajectories")
-            ax.set_title("offline (band: ±1 std over seeds)")
+            ax.set_title("offline (line: seed mean; band: min-max over seeds)", fontsize=10)
         ax.set_ylabel("greedy evaluation return")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, title="config (seeds)", title_fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def report(specs: Sequence[RunSpec], args: argparse.Namespace, info: dict[str, Any]) -> str:
+    """Read every run and write the table, CSVs and plot into ``--docs``; returns the table."""
     results = [read_run(spec) for spec in specs]
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_csvs(results, args.out)
-    plot(results, args.out / "curves.png")
+    args.docs.mkdir(parents=True, exist_ok=True)
+    write_csvs(results, args.out, args.docs)
+    plot(results, args, args.docs / "curves.png")
     text = markdown(results, args, info)
-    (args.out / "results.md").write_text(text, encoding="utf-8")
+    (args.docs / "results.md").write_text(text, encoding="utf-8")
     return text
 
 
@@ -580,16 +879,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=",".join((*ONLINE, *OFFLINE)),
         help=f"comma-separated run configs, or 'all' (adds {', '.join((*ONLINE_EXTRA, *OFFLINE_EXTRA))})",
     )
-    parser.add_argument("--seeds", type=int, default=2, help="seeds 0..N-1 for every method (2)")
-    parser.add_argument("--trajectories", type=int, default=192, help="environment games per online run")
-    parser.add_argument("--eval-every", type=int, default=64, help="greedy evaluation every this many games")
-    parser.add_argument("--offline-steps", type=int, default=100, help="gradient steps per offline run")
-    parser.add_argument("--offline-eval-every", type=int, default=50, help="offline evaluation every N steps")
-    parser.add_argument("--out", type=Path, default=Path("outputs/benchmark_methods"), help="benchmark folder")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 for every method (3)")
+    parser.add_argument("--trajectories", type=int, default=1280, help="environment games per online run (1280)")
+    parser.add_argument("--eval-every", type=int, default=160, help="greedy evaluation every this many games (160)")
+    parser.add_argument(
+        "--ppo-budget-factor",
+        type=int,
+        default=10,
+        help=f"{TOKEN_PPO} plays this many times --trajectories games (10)",
+    )
+    parser.add_argument("--offline-steps", type=int, default=3000, help="gradient steps per offline run (3000)")
+    parser.add_argument("--offline-eval-every", type=int, default=500, help="offline evaluation every N steps (500)")
+    parser.add_argument("--out", type=Path, default=Path("outputs/benchmark_methods"), help="folder of the runs")
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=DOCS,
+        help="folder of results.md, runs.csv, curves.csv and curves.png (the repository's docs/benchmark)",
+    )
     parser.add_argument("--cache-dir", default=None, help="model/dataset/start-policy cache (default: the runs')")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads of every run")
     parser.add_argument("--jobs", type=int, default=2, help="runs at the same time")
-    parser.add_argument("--reference", default="archer_20q", help="config whose env/model/data/pretrain all share")
+    parser.add_argument("--reference", default=ARCHER, help="config whose env/model/data/pretrain all share")
     parser.add_argument(
         "--override",
         action="append",
@@ -600,12 +911,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--report-only", action="store_true", help="only rebuild the table and plot")
     parser.add_argument("--dry-run", action="store_true", help="print every run's command and exit")
     args = parser.parse_args(argv)
+    # The command as given, for results.md: the page names the exact command that produced it.
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     args.methods = list(KNOWN) if args.methods == "all" else [m for m in args.methods.split(",") if m]
     unknown = [m for m in args.methods if m not in KNOWN]
     if unknown:
         parser.error(f"unknown methods {unknown}; choose from {', '.join(KNOWN)}")
+    if args.ppo_budget_factor < 1:
+        parser.error("--ppo-budget-factor must be at least 1")
     args.seeds = list(range(args.seeds))
     args.out = args.out.resolve()
+    args.docs = args.docs.resolve()
     return args
 
 
@@ -631,10 +947,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         after = set(pretrained.iterdir()) if pretrained and pretrained.exists() else set()
         info["new_pretrained_folders_during_runs"] = sorted(str(p) for p in after - before)
         info["benchmark_wall_s"] = time.perf_counter() - start
-        info["argv"] = sys.argv[1:] if argv is None else list(argv)
+        info["argv"] = args.argv
+        info["cwd"] = str(Path.cwd())
         info_path.write_text(json.dumps(info, indent=1), encoding="utf-8")
         print(f"benchmark wall time: {info['benchmark_wall_s']:.0f} s", flush=True)
     print(report(specs, args, info))
+    print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png", flush=True)
     return 1 if failures else 0
 
 

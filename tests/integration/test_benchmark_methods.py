@@ -1,14 +1,16 @@
-"""scripts/benchmark_methods.py end to end on tiny models: one online and one offline method, two seeds."""
+"""scripts/benchmark_methods.py: end to end on tiny models (one online and one offline method, two seeds), its
+defaults and budgets through ``--dry-run``, and its verdicts on hand-made curves."""
 
 from __future__ import annotations
 
 import csv
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY_RUN_OVERRIDES, load_script
+from tests.conftest import SCRIPTS_DIR, TINY_RUN_OVERRIDES, load_script
 from tests.integration.test_training import ARCHER_TINY
 
 pytestmark = pytest.mark.integration
@@ -32,7 +34,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
-    out = tmp_path / "bench"
+    out, docs = tmp_path / "bench", tmp_path / "docs" / "benchmark"
     # Pretraining keys go to the reference (archer_20q), whose `pretrain` every online run then shares.
     argv = [
         "--methods=archer_20q,offline_bc_20q",
@@ -42,16 +44,20 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         "--offline-steps=4",
         "--offline-eval-every=2",
         f"--out={out}",
+        f"--docs={docs}",
         f"--cache-dir={tmp_path / 'cache'}",
         *(f"--override={o}" for o in TINY_RUN_OVERRIDES),
         *(f"--override=archer_20q:{o}" for o in ARCHER_TINY),
         *(f"--override=offline:{o}" for o in OFFLINE_TINY),
     ]
     assert bench.main(argv) == 0
+    # The table, plot and CSVs go to --docs; the runs (and the benchmark's own record) stay under --out.
     for name in ("results.md", "runs.csv", "curves.csv", "curves.png"):
-        assert (out / name).stat().st_size > 0, name
+        assert (docs / name).stat().st_size > 0, name
+        assert not (out / name).exists(), name
+    assert (out / "benchmark.json").exists() and (out / "runs" / "archer_20q" / "seed0" / "metrics.jsonl").exists()
 
-    rows = read_csv(out / "runs.csv")
+    rows = read_csv(docs / "runs.csv")
     assert [(r["method"], r["seed"]) for r in rows] == [
         ("archer_20q", "0"),
         ("archer_20q", "1"),
@@ -59,6 +65,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         ("offline_bc_20q", "1"),
     ]
     for row in rows:
+        row["run_dir"] = str(out / row["run_dir"])  # written relative to --out
         records = metrics(row["run_dir"])
         evals = [r for r in records if r.get("eval/return_mean") is not None]
         assert row["finished"] == "True"
@@ -78,7 +85,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         config = json.loads((Path(row["run_dir"]) / "config.json").read_text())
         assert config["env"]["words"] == "subset10" and config["seed"] == int(row["seed"])
 
-    curves = read_csv(out / "curves.csv")
+    curves = read_csv(docs / "curves.csv")
     for row in rows:
         expected = [r["eval/return_mean"] for r in metrics(row["run_dir"]) if r.get("eval/return_mean") is not None]
         mine = [
@@ -92,9 +99,21 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     info = json.loads((out / "benchmark.json").read_text())
     assert info["new_pretrained_folders_during_runs"] == []
     assert len(list((tmp_path / "cache" / "pretrained").iterdir())) == 1
-    table = (out / "results.md").read_text()
-    assert "| `archer_20q` | 8 env games |" in table and "| `offline_bc_20q` | 24 dataset games, 4 steps |" in table
+    table = (docs / "results.md").read_text()
+    assert f"`python {SCRIPTS_DIR / 'benchmark_methods.py'} {shlex.join(argv)} (run from" in table  # exact command
+    assert "- Seeds: 2 (0, 1) for every method" in table
+    assert "- Online budget: 8 environment games per run, greedy evaluation every 4 games." in table
+    start = float(rows[0]["start_return"])
+    assert f"greedy return {start:.2f} ± 0.00 (iteration 0 of the online runs)" in table
+    assert (
+        "as in `archer_20q` | 8 env games |" in table
+        and "as in `offline_bc_20q` | 24 dataset games, 4 steps |" in table
+    )
     assert "archer_20q > chai_20q: no finished runs of both" in table
+    assert "archer_20q > ppo_20q at 8 games: no finished runs of both" in table
+    assert "iql_reinforce_20q collapses (paper: to -20): no finished runs of both" in table
+    # Every method's overrides, the benchmark's schedule last.
+    assert "algorithm.num_iterations=2 eval.every_iters=1`" in table
 
     # A second invocation reuses the finished runs: no new attempt is recorded.
     assert bench.main(argv) == 0
@@ -118,3 +137,153 @@ def test_ordering_verdict_uses_two_standard_errors_of_the_difference() -> None:
     assert bench.ordering_verdict(results, "a", "c").endswith("not resolved within the spread")
     assert bench.ordering_verdict(results, "b", "a").endswith("reversed")
     assert bench.ordering_verdict(results, "a", "missing").endswith("no finished runs of both")
+
+
+def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load_script("benchmark_methods.py")
+    args = bench.parse_args([])
+    assert args.methods == [
+        "archer_20q",
+        "online_filteredbc_20q",
+        "chai_20q",
+        "ppo_20q",
+        "offline_archer_20q",
+        "offline_filteredbc_20q",
+        "offline_bc_20q",
+        "iql_reinforce_20q",
+    ]
+    assert (args.seeds, args.trajectories, args.eval_every, args.ppo_budget_factor) == ([0, 1, 2], 1280, 160, 10)
+    assert (args.offline_steps, args.offline_eval_every) == (3000, 500)
+    assert args.docs == SCRIPTS_DIR.parent / "docs" / "benchmark"
+    assert args.out == Path("outputs/benchmark_methods").resolve()
+
+    assert bench.main(["--dry-run", f"--out={tmp_path}"]) == 0
+    commands = [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
+    schedule: dict[str, set[tuple[str, str]]] = {}
+    for command in commands:
+        method = command[command.index("--config-name") + 1]
+        keys = dict(c.split("=", 1) for c in command if c.startswith(("algorithm.num_iterations=", "eval.every")))
+        schedule.setdefault(method, set()).add((keys["algorithm.num_iterations"], keys["eval.every_iters"]))
+        assert f"run_dir={tmp_path.resolve()}/runs/{method}/seed" in " ".join(command)
+    assert len(commands) == 8 * 3
+    # 32 games per iteration online: 1,280 games are 40 iterations, 160 games 5; PPO plays 10 x 1,280 games. The
+    # offline configs take 10 gradient steps per iteration: 3,000 steps are 300, 500 steps 50.
+    online = {("40", "5")}
+    offline = {("300", "50")}
+    assert schedule == {
+        "archer_20q": online,
+        "online_filteredbc_20q": online,
+        "chai_20q": online,
+        "ppo_20q": {("400", "5")},
+        "offline_archer_20q": offline,
+        "offline_filteredbc_20q": offline,
+        "offline_bc_20q": offline,
+        "iql_reinforce_20q": offline,
+    }
+
+
+def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_evaluations(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    base = [
+        "--methods=archer_20q,ppo_20q",
+        "--seeds=1",
+        f"--out={tmp_path}",
+        "--override=archer_20q:algorithm.rollout_episodes_per_iter=6",
+        "--override=archer_20q:algorithm.warmup_iters=1",  # below its 2 iterations, as the config checks
+        "--override=ppo_20q:algorithm.rollout_episodes_per_iter=4",
+    ]
+    specs = bench.plan(bench.parse_args([*base, "--trajectories=12", "--eval-every=6", "--ppo-budget-factor=3"]))
+    archer, ppo = specs
+    assert (archer.budget, archer.eval_every) == (12, 6)
+    assert archer.overrides[-2:] == ["algorithm.num_iterations=2", "eval.every_iters=1"]
+    # 3 x 12 = 36 games of 4 per iteration; 4 does not divide 6, so PPO is evaluated every lcm(6, 4) = 12 games.
+    assert (ppo.budget, ppo.eval_every) == (36, 12)
+    assert ppo.overrides[-2:] == ["algorithm.num_iterations=9", "eval.every_iters=3"]
+    assert ppo.config.algorithm.num_iterations == 9 and ppo.config.algorithm.rollout_episodes_per_iter == 4
+
+    with pytest.raises(
+        SystemExit, match="ppo_20q: --ppo-budget-factor x --trajectories=54 must be a positive multiple of 4"
+    ):
+        bench.plan(bench.parse_args([*base, "--trajectories=18", "--eval-every=6", "--ppo-budget-factor=3"]))
+
+
+def test_games_to_reach_and_value_at_on_hand_made_curves() -> None:
+    bench = load_script("benchmark_methods.py")
+    curve = [(0, -11.0), (160, -9.5), (320, -8.0), (480, -8.5), (640, -7.5)]
+    assert bench.games_to_reach(curve, -8.0) == 320  # reached exactly at an evaluation
+    assert bench.games_to_reach(curve, -7.9) == 640  # the first point at or above, not the last
+    assert bench.games_to_reach(curve, -11.0) == 0  # the start already there
+    assert bench.games_to_reach(curve, -7.0) is None  # never reached
+    assert bench.games_to_reach([], -7.0) is None
+
+    points = [{"x": x, "return": r} for x, r in curve]
+    assert bench.value_at(points, 320)["return"] == -8.0
+    assert bench.value_at(points, 400)["x"] == 320  # the last evaluation at or before
+    assert bench.value_at(points, 800) is None  # the run has not got that far
+
+
+def test_collapse_verdict_on_hand_made_finals() -> None:
+    bench = load_script("benchmark_methods.py")
+    # IQL + REINFORCE [-19.5, -19.8, -20.0]: mean -19.77, std 0.252; BC [-15, -16, -14]: mean -15, std 1.
+    # 2 SE = 2 sqrt(0.0633 / 3 + 1 / 3) = 1.19 < 4.77: below BC; 0.23 above the -20 floor.
+    verdict = bench.collapse_verdict([-19.5, -19.8, -20.0], [-15.0, -16.0, -14.0], -20.0)
+    assert verdict == (
+        "iql_reinforce_20q collapses (paper: to -20): final return -19.77 ± 0.25 against offline_bc_20q's "
+        "-15.00 ± 1.00; below offline_bc_20q by +4.77 (2 standard errors: 1.19, 3 and 3 seeds): holds; its mean "
+        "is 0.23 above the -20 floor"
+    )
+    level = bench.collapse_verdict([-15.0, -17.0, -13.0], [-15.0, -16.0, -14.0], -20.0)
+    assert "below offline_bc_20q by +0.00" in level and level.endswith(
+        "not resolved within the spread; its mean is 5.00 above the -20 floor"
+    )
+    assert "reversed" in bench.collapse_verdict([-10.0, -11.0, -9.0], [-15.0, -16.0, -14.0], -20.0)
+    assert bench.collapse_verdict([], [-15.0], -20.0).endswith("no finished runs of both it and offline_bc_20q")
+
+
+def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    args = bench.parse_args(
+        [
+            "--methods=archer_20q,ppo_20q",
+            "--seeds=2",
+            "--trajectories=64",
+            "--eval-every=32",
+            "--ppo-budget-factor=3",
+            "--override=archer_20q:algorithm.warmup_iters=1",
+            f"--out={tmp_path / 'out'}",
+            f"--docs={tmp_path / 'docs'}",
+        ]
+    )
+    specs = bench.plan(args)
+    assert [(s.method, s.budget, s.eval_every) for s in specs] == [
+        ("archer_20q", 64, 32),
+        ("archer_20q", 64, 32),
+        ("ppo_20q", 192, 32),
+        ("ppo_20q", 192, 32),
+    ]
+
+    def result(spec, returns: list[float]):
+        curve = [{"iteration": i, "x": 32 * i, "return": r, "success": 0.0} for i, r in enumerate(returns)]
+        return bench.RunResult(spec, curve=curve, finished=True)
+
+    # ArCHer ends at -8.0 (seed mean); PPO's seed mean is -10.5 at 64 games and first reaches -8.0 at 128.
+    archer = [result(specs[0], [-11.0, -10.0, -8.5]), result(specs[1], [-11.0, -9.0, -7.5])]
+    ppo_runs = [[-11.0, -11.0, -10.5, -9.0, -8.0, -8.5, -9.0], [-11.0, -10.5, -10.5, -8.0, -8.0, -8.5, -8.0]]
+    ppo = [result(spec, returns) for spec, returns in zip(specs[2:], ppo_runs, strict=True)]
+    table = bench.markdown([*archer, *ppo], args, {})
+    assert (
+        "- Online budget: 64 environment games per run, greedy evaluation every 32 games; `ppo_20q` 192 games" in table
+    )
+    assert "| token-level PPO (GAE, KL to the start, value model), as in `ppo_20q` | 192 env games |" in table
+    assert (
+        "- archer_20q > ppo_20q at 64 games: difference +2.50 (2 standard errors: 1.00, 2 and 2 seeds): holds" in table
+    )
+    assert "- archer_20q > ppo_20q at its full 192 games: difference +0.50 (" in table
+    assert "needs to reach archer_20q's final return (-8.00, seed mean): 128 games (2.0x archer_20q's 64)" in table
+    assert "`ppo_20q`: 3 x 64 = 192 games (`--ppo-budget-factor`), 32 games per iteration" in table
+
+    # One PPO seed short of ArCHer's return: the seed mean never reaches it.
+    ppo[1].curve = [dict(p, **{"return": min(p["return"], -9.0)}) for p in ppo[1].curve]
+    assert "not reached within 192 games (3x archer_20q's 64)" in bench.markdown([*archer, *ppo], args, {})
+    bench.plot([*archer, *ppo], args, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 0
