@@ -60,22 +60,45 @@ def explicit_settings(config: Any) -> Any:
 
 
 def fingerprint_settings(config: Any, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The settings ``config_fingerprint`` hashes: ``explicit_settings`` without the ``ignore`` keys, as plain JSON.
+    """The settings ``config_fingerprint`` hashes: ``explicit_settings`` of ``config`` with the ``ignore`` keys reset
+    to their defaults, as plain JSON.
+
+    Resetting (rather than deleting the keys from the settings) leaves no trace of an ignored key: a section whose
+    only explicit setting is ignored drops out, as if it had never been set.
 
     Args:
         config: the run config (a dataclass, e.g. ``RunConfig``).
-        ignore: dotted keys left out (``"run_dir"``, ``"algorithm.num_iterations"``).
+        ignore: dotted keys left out (``"run_dir"``, ``"algorithm.num_iterations"``); a key that is not a field of
+            the config (an option of another algorithm, say) is skipped.
     """
-    kept = copy.deepcopy(explicit_settings(config))
     for key in ignore:
-        *parents, leaf = key.split(".")
-        node = kept
-        for parent in parents:
-            node = node.get(parent) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(leaf, None)
+        config = _with_default(config, key.split("."))
     # Through JSON, so settings read back from a checkpoint compare equal to freshly computed ones.
-    return json.loads(json.dumps(kept, sort_keys=True, default=str))
+    return json.loads(json.dumps(explicit_settings(config), sort_keys=True, default=str))
+
+
+def _with_default(config: Any, path: list[str]) -> Any:
+    """A copy of ``config`` with the field at ``path`` set to its dataclass default (unchanged if there is none).
+
+    Fields are set on shallow copies rather than through ``dataclasses.replace``, whose ``__post_init__`` would
+    validate a combination that only exists for the fingerprint.
+    """
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        return config
+    field = next((f for f in dataclasses.fields(config) if f.name == path[0]), None)
+    if field is None:
+        return config
+    if len(path) > 1:
+        value = _with_default(getattr(config, path[0]), path[1:])
+    elif field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return config
+    clone = copy.copy(config)
+    object.__setattr__(clone, path[0], value)
+    return clone
 
 
 def config_fingerprint(config: Any, ignore: tuple[str, ...] = ()) -> str:

@@ -69,6 +69,15 @@ def test_fingerprint_sees_changed_values_and_algorithm_types_but_not_ignored_key
     assert config_fingerprint(base, ignore) == config_fingerprint(_run(ArcherConfig(), run_dir="x"), ignore)
 
 
+def test_an_ignored_key_leaves_no_trace_even_when_it_is_its_sections_only_setting():
+    ignore = ("inner.rate",)
+    # The section then equals its default and drops out, exactly as if the key had never been set.
+    assert config_fingerprint(_Outer(inner=_Inner(rate=0.5)), ignore) == config_fingerprint(_Outer(), ignore)
+    assert config_fingerprint(_Outer(inner=_Inner(rate=0.5)), ignore) == config_fingerprint(_Outer())
+    assert config_fingerprint(_Outer(inner=_Inner(names=[])), ignore) != config_fingerprint(_Outer(), ignore)
+    assert config_fingerprint(_Outer(), ("no.such.key",)) == config_fingerprint(_Outer())
+
+
 def _online_run_with(policy: PolicyConfig, critic: CriticConfig | None = None, bc_lr: float = 1e-3) -> RunConfig:
     model = ModelConfig(policy=policy, critic=critic or CriticConfig())
     return _run(ArcherConfig(), model=model, pretrain=BCConfig(actor_lr=bc_lr))
@@ -78,6 +87,7 @@ def test_the_pretrained_policy_cache_ignores_sampling_and_critic_settings_but_no
     _, base = pretraining_config(_online_run_with(PolicyConfig()))
     sampled_differently = PolicyConfig(temperature=0.7, top_k=0, top_p=0.9)
     assert pretraining_config(_online_run_with(sampled_differently))[1] == base
+    assert pretraining_config(_online_run_with(PolicyConfig(share_prefixes=True)))[1] == base  # speed only
     assert pretraining_config(_online_run_with(PolicyConfig(), CriticConfig(q_input="joint")))[1] == base
     assert pretraining_config(_online_run_with(PolicyConfig(), bc_lr=1e-4))[1] != base
     assert pretraining_config(_online_run_with(PolicyConfig(max_new_tokens=7)))[1] != base
