@@ -1,0 +1,80 @@
+"""Summarise finished runs of one config over seeds: greedy evaluations, their last-three mean, and the spread.
+
+Usage (from ``scripts/``)::
+
+    python summarize_runs.py outputs/archer_20q/seed=0 outputs/archer_20q/seed=1 outputs/archer_20q/seed=2 \\
+        --baseline -6.74 --markdown
+
+Each run folder's ``metrics.jsonl`` gives its greedy evaluation returns (``eval/return_mean``) by iteration and
+its training rollouts' mean return. Printed: one row per run (every evaluation, the mean of the last ``--last``
+evaluations, the start), then the mean and sample standard deviation over runs of that last-evaluations mean and,
+with ``--baseline``, its gain over the baseline against twice the standard deviation (issue 14's bar), and whether
+any run ends below its own start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from archer.tracking import read_metrics
+
+
+def evaluations(run_dir: Path) -> list[tuple[int, float]]:
+    """``(iteration, greedy return)`` of every evaluation recorded in ``run_dir/metrics.jsonl``, in order."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        raise SystemExit(f"{run_dir}: no metrics.jsonl (not a run folder, or the run has not started)")
+    return [(r["iteration"], r["eval/return_mean"]) for r in read_metrics(path) if "eval/return_mean" in r]
+
+
+def summarize(runs: dict[str, list[tuple[int, float]]], last: int, baseline: float | None) -> dict[str, float]:
+    """The figures the module docstring lists; needs at least ``last + 1`` evaluations per run (the start too)."""
+    tails = {}
+    for name, points in runs.items():
+        if len(points) < last + 1:
+            raise SystemExit(f"{name}: {len(points)} evaluations, need the start and at least {last} more")
+        tails[name] = statistics.fmean(value for _, value in points[-last:])
+    values = list(tails.values())
+    figures = {
+        "runs": float(len(values)),
+        "last_mean": statistics.fmean(values),
+        "last_std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "runs_ending_below_start": float(sum(points[-1][1] < points[0][1] for points in runs.values())),
+    }
+    if baseline is not None:
+        figures["gain_over_baseline"] = figures["last_mean"] - baseline
+        figures["twice_std"] = 2 * figures["last_std"]
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (one per seed)")
+    parser.add_argument("--last", type=int, default=3, help="evaluations averaged at the end (3)")
+    parser.add_argument("--baseline", type=float, default=None, help="return to compare the last-evaluations mean to")
+    parser.add_argument("--markdown", action="store_true", help="print the per-run rows as a markdown table")
+    args = parser.parse_args(argv)
+    runs = {str(path): evaluations(path) for path in args.runs}
+    figures = summarize(runs, args.last, args.baseline)
+    iterations = sorted({i for points in runs.values() for i, _ in points})
+    if args.markdown:
+        print("| run | " + " | ".join(str(i) for i in iterations) + f" | mean of last {args.last} |")
+        print("| --- " * (len(iterations) + 2) + "|")
+    for name, points in runs.items():
+        by_iteration = dict(points)
+        cells = [f"{by_iteration[i]:.1f}" if i in by_iteration else "" for i in iterations]
+        tail = statistics.fmean(value for _, value in points[-args.last :])
+        if args.markdown:
+            print(f"| {name} | " + " | ".join(cells) + f" | {tail:.2f} |")
+        else:
+            print(f"{name}: " + " ".join(f"{i}:{c}" for i, c in zip(iterations, cells, strict=True)) + f" | {tail:.2f}")
+    print(" ".join(f"{key}={value:.2f}" for key, value in figures.items()))
+    return figures
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
