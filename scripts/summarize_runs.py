@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         if args.markdown:
             print(f"| {name} | " + " | ".join(cells) + f" | {tail:.2f} |")
         else:
-            print(f"{name}: " + " ".join(f"{i}:{c}" for i, c in zip(iterations, cells, strict=True)) + f" | {tail:.2f}")
+            row = " ".join(f"{i}:{c}" for i, c in zip(iterations, cells, strict=True))
+            print(f"{name}: {row} | {tail:.2f}")
     print(" ".join(f"{key}={value:.2f}" for key, value in figures.items()))
     return figures
 
