@@ -3,13 +3,14 @@
 Usage (from ``scripts/``)::
 
     python summarize_runs.py outputs/archer_20q/seed=0 outputs/archer_20q/seed=1 outputs/archer_20q/seed=2 \\
-        --baseline -6.74 --markdown
+        --baseline -6.74 --markdown --plot ../docs/archer_20q.png
 
 Each run folder's ``metrics.jsonl`` gives its greedy evaluation returns (``eval/return_mean``) by iteration and
 its training rollouts' mean return. Printed: one row per run (every evaluation, the mean of the last ``--last``
 evaluations, the start), then the mean and sample standard deviation over runs of that last-evaluations mean and,
 with ``--baseline``, its gain over the baseline against twice the standard deviation (issue 14's bar), and whether
-any run ends below its own start.
+any run ends below its own start. ``--plot`` draws every run's greedy return against environment games played, their
+mean, and the baseline.
 """
 
 from __future__ import annotations
@@ -23,12 +24,41 @@ from pathlib import Path
 from archer.tracking import read_metrics
 
 
-def evaluations(run_dir: Path) -> list[tuple[int, float]]:
-    """``(iteration, greedy return)`` of every evaluation recorded in ``run_dir/metrics.jsonl``, in order."""
+def evaluations(run_dir: Path, x_key: str = "iteration") -> list[tuple[int, float]]:
+    """``(x, greedy return)`` of every evaluation recorded in ``run_dir/metrics.jsonl``, in order; x is the record's
+    ``x_key`` (the iteration, or ``env/trajectories``)."""
     path = run_dir / "metrics.jsonl"
     if not path.exists():
         raise SystemExit(f"{run_dir}: no metrics.jsonl (not a run folder, or the run has not started)")
-    return [(r["iteration"], r["eval/return_mean"]) for r in read_metrics(path) if "eval/return_mean" in r]
+    return [(r.get(x_key, 0), r["eval/return_mean"]) for r in read_metrics(path) if "eval/return_mean" in r]
+
+
+def plot(runs: dict[str, list[tuple[int, float]]], baseline: float | None, out: Path) -> None:
+    """Each run's greedy return against games played (thin), their mean (thick) and the baseline (dashed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.4, 4.0))
+    for name, points in runs.items():
+        axes.plot(
+            *zip(*points, strict=True), marker="o", markersize=3, linewidth=0.8, alpha=0.6, label=Path(name).name
+        )
+    xs = sorted({x for points in runs.values() for x, _ in points})
+    common = [x for x in xs if all(x in dict(points) for points in runs.values())]
+    means = [statistics.fmean(dict(points)[x] for points in runs.values()) for x in common]
+    axes.plot(common, means, color="black", linewidth=2.2, label=f"mean of {len(runs)}")
+    if baseline is not None:
+        axes.axhline(baseline, color="grey", linestyle="--", linewidth=1.2, label=f"baseline {baseline:g}")
+    axes.set_xlabel("environment games played")
+    axes.set_ylabel("greedy evaluation return")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=120)
+    plt.close(figure)
 
 
 def summarize(runs: dict[str, list[tuple[int, float]]], last: int, baseline: float | None) -> dict[str, float]:
@@ -57,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--last", type=int, default=3, help="evaluations averaged at the end (3)")
     parser.add_argument("--baseline", type=float, default=None, help="return to compare the last-evaluations mean to")
     parser.add_argument("--markdown", action="store_true", help="print the per-run rows as a markdown table")
+    parser.add_argument("--plot", type=Path, default=None, help="also draw the curves into this PNG file")
     args = parser.parse_args(argv)
     runs = {str(path): evaluations(path) for path in args.runs}
     figures = summarize(runs, args.last, args.baseline)
@@ -74,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             row = " ".join(f"{i}:{c}" for i, c in zip(iterations, cells, strict=True))
             print(f"{name}: {row} | {tail:.2f}")
     print(" ".join(f"{key}={value:.2f}" for key, value in figures.items()))
+    if args.plot is not None:
+        plot({str(path): evaluations(path, "env/trajectories") for path in args.runs}, args.baseline, args.plot)
     return figures
 
 

@@ -31,7 +31,7 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 def test_cfg_job_prints_the_config_without_running(tmp_path: Path) -> None:
     result = run_cli("--config-name", "archer_20q", "--cfg", "job", f"run_dir={tmp_path / 'run'}")
     assert result.returncode == 0, result.stderr
-    assert "critic_steps_per_iter: 10" in result.stdout and "name: archer" in result.stdout
+    assert "critic_steps_per_iter: 50" in result.stdout and "name: archer" in result.stdout
     assert not (tmp_path / "run").exists()
 
 

@@ -23,13 +23,13 @@ def test_two_archer_iterations_with_shared_prefixes(tmp_path: Path, monkeypatch:
         return original(policy, observations, greedy, batch_size)
 
     monkeypatch.setattr(prefix_generation, "generate_sharing_prefixes", recording)
-    # archer_20q regresses V on the stored action; the paper's sampled V target makes the critic phase sample too.
-    extra = ["model.policy.share_prefixes=true", "algorithm.v_target_action=sample"]
+    # A pool of 16 V-target samples makes each critic phase generate once for 16 states.
+    extra = ["model.policy.share_prefixes=true", "algorithm.v_target_action=sample", "algorithm.v_target_pool=16"]
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *extra)
     trainer.fit()
     records = read_records(tmp_path / "run")
     assert [r["iteration"] for r in records] == [0, 1, 2]
     assert "actor/pg_loss" in records[2] and math.isfinite(records[2]["actor/pg_loss"])
     assert math.isfinite(records[2]["critic/loss"])
-    # Two critic phases of 2 steps of 8 states, then one actor step of 8 samples (2 states, 4 samples each).
+    # Two critic phases, each sampling its pool of 16, then one actor step of 8 samples (2 states, 4 samples each).
     assert sizes == [16, 16, 8]

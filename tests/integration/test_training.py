@@ -245,12 +245,16 @@ def test_a_critic_on_the_starting_policys_frozen_body_trains_its_heads_only(tmp_
     assert algorithm.target_critic.encoder is algorithm.critic.encoder
 
 
-def test_archer_20qs_critic_reads_turns_on_the_frozen_body_and_trains_its_reader_and_heads(tmp_path: Path) -> None:
-    small_reader = ["model.critic.turns.n_embd=16", "model.critic.turns.n_head=2"]
+@pytest.mark.parametrize("body", ["minilm", "policy"])
+def test_archer_20qs_critic_reads_turns_on_a_frozen_body_and_trains_its_reader_and_heads(
+    tmp_path: Path, body: str
+) -> None:
+    # archer_20q reads turns on frozen MiniLM; the policy's own body is the other frozen reader it offers.
+    small_reader = ["model.critic.turns.n_embd=16", "model.critic.turns.n_head=2", f"model.critic.name_or_path={body}"]
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *small_reader)
     algorithm = trainer.algorithm
     critic_cfg = trainer.cfg.model.critic
-    assert (critic_cfg.name_or_path, critic_cfg.history, critic_cfg.freeze_encoder) == ("policy", "turns", True)
+    assert (critic_cfg.name_or_path, critic_cfg.history, critic_cfg.freeze_encoder) == (body, "turns", True)
     critic_before = snapshot(algorithm.critic)
     target_before = snapshot(algorithm.target_critic)
     trainer.fit()
@@ -322,7 +326,8 @@ def test_kl_penalty_measures_the_drift_from_a_frozen_copy_of_the_start(tmp_path:
 def test_replay_v_targets_use_the_stored_actions_without_generating(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.v_target_action=replay")
+    overrides = [*ARCHER_TINY, "algorithm.v_target_action=replay", "algorithm.v_target_pool=null"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *overrides)
     algorithm = trainer.algorithm
     trainer.collect(1)
     seen: list[tuple[list[str], list[str]]] = []
