@@ -9,7 +9,7 @@ lowest cannot teach the actor to stop making it, whatever its loss says.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -29,8 +29,17 @@ def move_values(critic: DoubleCritic, observation: str, moves: Sequence[str]) ->
     return torch.minimum(q1, q2).float().cpu().tolist()
 
 
+# Scores of moves at one observation: ``score(observation, moves) -> one value per move``.
+MoveScorer = Callable[[str, Sequence[str]], Sequence[float]]
+
+
 def probe_critic(critic: DoubleCritic, states: Sequence[ProbeState]) -> dict[str, float]:
-    """Score ``critic`` on ``states``.
+    """Score ``critic`` (its ``min(Q1, Q2)``) on ``states``; the figures are ``probe_scores``'."""
+    return probe_scores(lambda observation, moves: move_values(critic, observation, moves), states)
+
+
+def probe_scores(score: MoveScorer, states: Sequence[ProbeState]) -> dict[str, float]:
+    """Rank the probe moves of ``states`` by ``score`` (a critic's values, or the returns a policy obtained).
 
     Returns:
         ``probe/repeat_below_all_wrong``: fraction of states where the repeat scores below every other possible
@@ -43,12 +52,12 @@ def probe_critic(critic: DoubleCritic, states: Sequence[ProbeState]) -> dict[str
         ValueError: no states.
     """
     if not states:
-        raise ValueError("probe_critic needs at least one probe state")
+        raise ValueError("the probe needs at least one probe state")
     below_all, split_above, any_split = [], [], []
     repeat_gaps, split_gaps = [], []
     for state in states:
         moves = [state.repeat, *state.other_wrong_guesses, *state.splitting_questions]
-        values = move_values(critic, state.observation, moves)
+        values = list(score(state.observation, moves))
         repeat = values[0]
         guesses = values[1 : 1 + len(state.other_wrong_guesses)]
         splits = values[1 + len(state.other_wrong_guesses) :]
@@ -65,3 +74,25 @@ def probe_critic(critic: DoubleCritic, states: Sequence[ProbeState]) -> dict[str
         "probe/split_gap_mean": statistics.fmean(split_gaps),
         "probe/states": float(len(states)),
     }
+
+
+def pairwise_agreement(score: MoveScorer, reference: MoveScorer, states: Sequence[ProbeState], margin: float) -> float:
+    """Fraction of move pairs at the same state that ``score`` orders as ``reference`` does.
+
+    Only pairs whose ``reference`` values differ by more than ``margin`` count (Monte Carlo returns differing by
+    less are within their noise). Ties under ``score`` count as disagreement.
+
+    Raises:
+        ValueError: no pair differs by more than ``margin`` under ``reference``.
+    """
+    agree = []
+    for state in states:
+        moves = [state.repeat, *state.other_wrong_guesses, *state.splitting_questions]
+        values, truth = list(score(state.observation, moves)), list(reference(state.observation, moves))
+        for i in range(len(moves)):
+            for j in range(i + 1, len(moves)):
+                if abs(truth[i] - truth[j]) > margin:
+                    agree.append((values[i] - values[j]) * (truth[i] - truth[j]) > 0)
+    if not agree:
+        raise ValueError(f"no two moves at a state differ by more than {margin} under the reference")
+    return statistics.fmean(agree)

@@ -12,6 +12,12 @@ default) or by the run's own sampling policy (``--states-from policy``: the stat
 with ``--json``, written: the fraction of states where repeating the refuted guess scores below every other guess
 of a word still possible (``probe/repeat_below_all_wrong``), the fraction where the most even splitting question
 scores above the repeat (``probe/split_above_repeat``), the same over every splitting question, and the mean gaps.
+
+``--policy-returns N`` also plays every probe move N times in the environment and lets the run's sampling policy
+finish each game: the mean discounted returns are the policy's own move values (Monte Carlo ``Q^pi``), what a
+perfect critic of that policy would score. The same figures computed on those returns (``truth/*``) say how much
+of the game's ordering the policy's values carry at all, and ``probe/pair_agreement`` is the fraction of move pairs
+(whose returns differ by more than ``--margin``) that the critic orders as the returns do.
 """
 
 from __future__ import annotations
@@ -30,9 +36,14 @@ from tqdm.auto import tqdm
 
 from archer.checkpointing import CHECKPOINT_FILE
 from archer.cli import compose_run_config
-from archer.critic_probe import move_values, probe_critic
+from archer.critic_probe import move_values, pairwise_agreement, probe_critic, probe_scores
 from archer.data.rollout import collect_trajectories
-from archer.data.twenty_questions_probe import ProbeState, probe_states, probe_states_from_games
+from archer.data.twenty_questions_probe import (
+    ProbeState,
+    policy_move_returns,
+    probe_states,
+    probe_states_from_games,
+)
 from archer.envs import make_env, make_oracle
 from archer.envs.twenty_questions import TwentyQuestionsEnv
 from archer.trainer import Trainer
@@ -58,10 +69,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--online", action="store_true", help="probe the online critic instead of the target")
     parser.add_argument("--show", type=int, default=0, help="print every move's score at the first N states")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--policy-returns",
+        type=int,
+        default=0,
+        help="also play each probe move this many times, the run's sampling policy finishing the game (0: off)",
+    )
+    parser.add_argument(
+        "--margin", type=float, default=0.5, help="with --policy-returns: pairs closer than this are not ranked"
+    )
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.states <= 0:
         parser.error(f"--states must be positive, got {args.states}")
+    if args.policy_returns < 0:
+        parser.error(f"--policy-returns must be >= 0, got {args.policy_returns}")
     cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
     if not cfg.algorithm.uses_critic:
         parser.error(f"--config-name {args.config_name}: its algorithm has no utterance critic to probe")
@@ -82,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         else:
             states = policy_probe_states(trainer, env, args.states, args.seed, args.max_games)
         figures = _probe(trainer, states, args.online, args.show)
+        if args.policy_returns:
+            figures.update(_policy_returns(trainer, env, states, args.policy_returns, args.online, args.margin))
     log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1))
@@ -119,6 +143,27 @@ def _probe(trainer: Trainer, states: list[ProbeState], online: bool, show: int) 
         for kind, move, value in zip(kinds, moves, move_values(critic, state.observation, moves), strict=True):
             log.info("  %7.3f  %-6s %s", value, kind, move)
     return probe_critic(critic, states)
+
+
+def _policy_returns(
+    trainer: Trainer, env: TwentyQuestionsEnv, states: list[ProbeState], games: int, online: bool, margin: float
+) -> dict[str, float]:
+    """The probe figures on the sampling policy's Monte Carlo move values, and the critic's agreement with them."""
+    log.info("playing every probe move %d times with the run's sampling policy", games)
+    algorithm = trainer.algorithm
+    returns = policy_move_returns(
+        env, lambda observations: algorithm.act(observations, greedy=False), states, games, trainer.cfg.algorithm.gamma
+    )
+
+    def truth(observation: str, moves: Sequence[str]) -> list[float]:
+        return [returns[(observation, move)] for move in moves]
+
+    critic = algorithm.critic if online else algorithm.target_critic
+    figures = {key.replace("probe/", "truth/"): value for key, value in probe_scores(truth, states).items()}
+    figures["probe/pair_agreement"] = pairwise_agreement(
+        lambda observation, moves: move_values(critic, observation, moves), truth, states, margin
+    )
+    return figures
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Usage (from ``scripts/``)::
 
     python summarize_runs.py outputs/archer_20q/seed=0 outputs/archer_20q/seed=1 outputs/archer_20q/seed=2 \\
-        --baseline -6.74 --markdown --plot ../docs/archer_20q.png
+        --baseline -6.74 --baseline-name "BC plateau" --markdown --plot ../docs/archer_20q.png
 
 Each run folder's ``metrics.jsonl`` gives its greedy evaluation returns (``eval/return_mean``) by iteration and
 its training rollouts' mean return. Printed: one row per run (every evaluation, the mean of the last ``--last``
@@ -33,7 +33,9 @@ def evaluations(run_dir: Path, x_key: str = "iteration") -> list[tuple[int, floa
     return [(r.get(x_key, 0), r["eval/return_mean"]) for r in read_metrics(path) if "eval/return_mean" in r]
 
 
-def plot(runs: dict[str, list[tuple[int, float]]], baseline: float | None, out: Path) -> None:
+def plot(
+    runs: dict[str, list[tuple[int, float]]], baseline: float | None, out: Path, baseline_name: str = "baseline"
+) -> None:
     """Each run's greedy return against games played (thin), their mean (thick) and the baseline (dashed)."""
     import matplotlib
 
@@ -50,7 +52,7 @@ def plot(runs: dict[str, list[tuple[int, float]]], baseline: float | None, out: 
     means = [statistics.fmean(dict(points)[x] for points in runs.values()) for x in common]
     axes.plot(common, means, color="black", linewidth=2.2, label=f"mean of {len(runs)}")
     if baseline is not None:
-        axes.axhline(baseline, color="grey", linestyle="--", linewidth=1.2, label=f"baseline {baseline:g}")
+        axes.axhline(baseline, color="grey", linestyle="--", linewidth=1.2, label=f"{baseline_name} {baseline:g}")
     axes.set_xlabel("environment games played")
     axes.set_ylabel("greedy evaluation return")
     axes.grid(alpha=0.3)
@@ -86,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (one per seed)")
     parser.add_argument("--last", type=int, default=3, help="evaluations averaged at the end (3)")
     parser.add_argument("--baseline", type=float, default=None, help="return to compare the last-evaluations mean to")
+    parser.add_argument("--baseline-name", default="baseline", help="the baseline's label on the plot")
     parser.add_argument("--markdown", action="store_true", help="print the per-run rows as a markdown table")
     parser.add_argument("--plot", type=Path, default=None, help="also draw the curves into this PNG file")
     args = parser.parse_args(argv)
@@ -106,7 +109,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             print(f"{name}: {row} | {tail:.2f}")
     print(" ".join(f"{key}={value:.2f}" for key, value in figures.items()))
     if args.plot is not None:
-        plot({str(path): evaluations(path, "env/trajectories") for path in args.runs}, args.baseline, args.plot)
+        plot(
+            {str(path): evaluations(path, "env/trajectories") for path in args.runs},
+            args.baseline,
+            args.plot,
+            args.baseline_name,
+        )
     return figures
 
 

@@ -20,9 +20,11 @@ phrasing (``"Is it a dog?"``), and the repeat is the refuted guess as it was ask
 from __future__ import annotations
 
 import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from archer.data.rollout import ActFn, TurnFn, play_batch
 from archer.data.scripted_questioners import GreedyQuestioner, guess_phrasings
 from archer.data.trajectory import Trajectory
 from archer.envs.knowledge_oracle import parse_question
@@ -196,3 +198,75 @@ def probe_states(env: TwentyQuestionsEnv, num_states: int, seed: int = 0) -> lis
         if state is not None:
             states.append(state)
     return states
+
+
+class _ScriptedOpening:
+    """A ``BatchActor`` whose game in slot ``i`` first plays ``openings[i]`` move by move, then ``act``'s moves."""
+
+    def __init__(self, openings: Sequence[Sequence[str]], act: ActFn) -> None:
+        self.openings = openings
+        self.act = act
+
+    def start_batch(self) -> TurnFn:
+        played = [0] * len(self.openings)
+
+        def turn(observations: list[str], slots: list[int]) -> list[str]:
+            moves: list[str | None] = [None] * len(slots)
+            free = []
+            for k, slot in enumerate(slots):
+                if played[slot] < len(self.openings[slot]):
+                    moves[k] = self.openings[slot][played[slot]]
+                else:
+                    free.append(k)
+                played[slot] += 1
+            if free:
+                chosen = self.act([observations[k] for k in free])
+                texts = chosen.texts if hasattr(chosen, "texts") else chosen
+                for k, text in zip(free, texts, strict=True):
+                    moves[k] = text
+            return [move for move in moves if move is not None]
+
+        return turn
+
+
+def policy_move_returns(
+    env: TwentyQuestionsEnv,
+    act: ActFn,
+    states: Sequence[ProbeState],
+    games_per_move: int,
+    gamma: float,
+) -> dict[tuple[str, str], float]:
+    """Monte Carlo ``Q^pi(state, move)`` of every probe move: the mean discounted return from the move on.
+
+    Each game replays the state's history in ``env`` (its hidden word, its questions: the knowledge-base oracle
+    gives the same answers), plays the move, then lets ``act`` (the policy) finish the game; this is
+    ``games_per_move`` times per move. A perfect critic of that policy would score the moves so; the probe's
+    rankings of these returns say how much of the game's ordering the policy's own values carry.
+
+    Returns:
+        ``{(observation, move): mean of sum_k gamma^k r_k over the move's games}``.
+
+    Raises:
+        ValueError: ``games_per_move`` is not positive, or a replayed answer differs from the state's history
+            (the environment's oracle is not the one the states were played with).
+    """
+    if games_per_move <= 0:
+        raise ValueError(f"games_per_move must be positive, got {games_per_move}")
+    names = [word.name for word in env.words]
+    jobs = []  # (observation, move, game id, opening)
+    for state in states:
+        questions = [question for question, _ in history_turns(state.observation)]
+        for move in (state.repeat, *state.other_wrong_guesses, *state.splitting_questions):
+            opening = (*questions, move)
+            jobs.extend([(state.observation, move, names.index(state.secret), opening)] * games_per_move)
+    returns: dict[tuple[str, str], list[float]] = {}
+    for start in range(0, len(jobs), env.batch_size):
+        batch = jobs[start : start + env.batch_size]
+        observations = env.reset(game_ids=[game_id for _, _, game_id, _ in batch])
+        games = play_batch(env, _ScriptedOpening([opening for *_, opening in batch], act), observations)
+        for (observation, move, _, opening), game in zip(batch, games, strict=True):
+            if len(game.observations) > len(opening) - 1 and game.observations[len(opening) - 1] != observation:
+                raise ValueError("a replayed history differs from its probe state: is the oracle the same?")
+            tail = game.rewards[len(opening) - 1 :]
+            returns.setdefault((observation, move), []).append(sum(gamma**k * r for k, r in enumerate(tail)))
+    return {key: statistics.fmean(values) for key, values in returns.items()}
