@@ -13,11 +13,12 @@ with ``--json``, written: the fraction of states where repeating the refuted gue
 of a word still possible (``probe/repeat_below_all_wrong``), the fraction where the most even splitting question
 scores above the repeat (``probe/split_above_repeat``), the same over every splitting question, and the mean gaps.
 
-``--policy-returns N`` also plays every probe move N times in the environment and lets the run's sampling policy
-finish each game: the mean discounted returns are the policy's own move values (Monte Carlo ``Q^pi``), what a
-perfect critic of that policy would score. The same figures computed on those returns (``truth/*``) say how much
-of the game's ordering the policy's values carry at all, and ``probe/pair_agreement`` is the fraction of move pairs
-(whose returns differ by more than ``--margin``) that the critic orders as the returns do.
+``--policy-returns N`` also plays every probe move (the three most even splitting questions standing for all of
+them) N times in the environment and lets the run's sampling policy finish each game: the mean discounted returns
+are the policy's own move values (Monte Carlo ``Q^pi``), what a perfect critic of that policy would score. The same
+figures computed on those returns (``truth/*``) say how much of the game's ordering the policy's values carry at
+all, and ``probe/pair_agreement`` is the fraction of move pairs (whose returns differ by more than ``--margin``)
+that the critic orders as the returns do.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -105,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             states = policy_probe_states(trainer, env, args.states, args.seed, args.max_games)
         figures = _probe(trainer, states, args.online, args.show)
         if args.policy_returns:
+            # Every splitting question is dozens of moves; the most even splits stand for them.
+            states = [replace(state, splitting_questions=state.splitting_questions[:3]) for state in states]
             figures.update(_policy_returns(trainer, env, states, args.policy_returns, args.online, args.margin))
     log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
     if args.json is not None:
@@ -160,9 +164,13 @@ def _policy_returns(
 
     critic = algorithm.critic if online else algorithm.target_critic
     figures = {key.replace("probe/", "truth/"): value for key, value in probe_scores(truth, states).items()}
-    figures["probe/pair_agreement"] = pairwise_agreement(
-        lambda observation, moves: move_values(critic, observation, moves), truth, states, margin
-    )
+    try:
+        figures["probe/pair_agreement"] = pairwise_agreement(
+            lambda observation, moves: move_values(critic, observation, moves), truth, states, margin
+        )
+    except ValueError as error:  # every move led to the same return: nothing to agree with
+        log.warning("%s; probe/pair_agreement is nan", error)
+        figures["probe/pair_agreement"] = math.nan
     return figures
 
 

@@ -7,10 +7,16 @@ import torch
 from torch import nn
 
 from archer.config import TwentyQuestionsEnvConfig
-from archer.critic_probe import probe_critic
+from archer.critic_probe import pairwise_agreement, probe_critic
 from archer.data.scripted_questioners import GreedyQuestioner
 from archer.data.trajectory import Trajectory
-from archer.data.twenty_questions_probe import ProbeState, history_turns, probe_states, probe_states_from_games
+from archer.data.twenty_questions_probe import (
+    ProbeState,
+    history_turns,
+    policy_move_returns,
+    probe_states,
+    probe_states_from_games,
+)
 from archer.envs import make_env, make_oracle
 from archer.envs.knowledge_oracle import parse_question
 from archer.envs.oracles import INVALID, NO, YES
@@ -120,3 +126,39 @@ def test_probe_states_from_a_policys_games_are_the_moments_after_a_refuted_guess
     # Small things other than the football and the pen: banana and scissors.
     assert state.other_wrong_guesses == ("Is it a banana?", "Is it scissors?")
     assert probe_states_from_games([game, game], [pen, pen], words, max_states=1) == [state]
+
+
+def test_policy_move_returns_replay_the_state_then_let_the_policy_finish(env) -> None:
+    states = probe_states(env, 3, seed=1)
+    gamma = 0.5
+    max_turns = env.max_turns
+    # A policy that never ends the game: every move, forced or not, costs -1 until the turn limit.
+    stalling = policy_move_returns(env, lambda observations: ["Is it alive?"] * len(observations), states, 2, gamma)
+    for state in states:
+        turns_left = max_turns - len(history_turns(state.observation))  # the forced move is the first of them
+        expected = -(1 - gamma**turns_left) / (1 - gamma)
+        for move in (state.repeat, *state.other_wrong_guesses, *state.splitting_questions):
+            # A question naming the hidden word ("Is it used in football?") wins the game at once.
+            won = state.secret in move.lower()
+            assert stalling[(state.observation, move)] == pytest.approx(0.0 if won else expected)
+    # A policy that names the hidden word at once: -1 for the forced move, then 0 for the win.
+    dog_states = [state for state in probe_states(env, 10, seed=1) if state.secret == "dog"]
+    winning = policy_move_returns(env, lambda observations: ["Is it a dog?"] * len(observations), dog_states, 1, gamma)
+    assert dog_states and set(winning.values()) == {-1.0}
+    with pytest.raises(ValueError, match="games_per_move must be positive"):
+        policy_move_returns(env, lambda observations: observations, states, 0, gamma)
+
+
+def test_pairwise_agreement_counts_pairs_the_reference_separates() -> None:
+    state = ProbeState("h", "dog", "R", ("G1", "G2"), ("S1",))
+    reference = {"R": -5.0, "G1": -3.0, "G2": -3.2, "S1": -1.0}
+    scores = {"R": -1.0, "G1": -2.0, "G2": 0.0, "S1": 1.0}
+
+    def table(values):
+        return lambda observation, moves: [values[m] for m in moves]
+
+    # Pairs beyond a margin of 0.5: (R,G1), (R,G2), (R,S1), (G1,S1), (G2,S1); G1-G2 differ by 0.2 only.
+    # The scores order R above G1 (wrong), R below G2, R below S1, G1 below S1 and G2 below S1 (right): 4 of 5.
+    assert pairwise_agreement(table(scores), table(reference), [state], margin=0.5) == pytest.approx(0.8)
+    with pytest.raises(ValueError, match="no two moves"):
+        pairwise_agreement(table(scores), table(reference), [state], margin=10.0)
