@@ -26,18 +26,11 @@ from functools import lru_cache
 from archer.data.scripted_questioners import PlayedGame
 from archer.envs.city_facts import CITIES, COUNTRIES, REGION_NAMES, TOPICS, City
 from archer.envs.city_oracle import answer_question
-from archer.envs.guess_my_city import CENSORED, censor, question_names_city
+from archer.envs.guess_my_city import CENSORED, GUESS_TEMPLATES, censor, guess_question, question_names_city
 from archer.envs.oracles import Oracle
 
 History = Sequence[tuple[str, str]]
 
-GUESS_TEMPLATES = (
-    "Is your city {name}?",
-    "Is it {name}?",
-    "Are you from {name}?",
-    "Is the city you are from {name}?",
-    "Is your hometown {name}?",
-)
 # "your city" in a pool question is replaced by one of these when it is asked, for variety.
 _SUBJECTS = ("your city", "your city", "your hometown", "the city you are from", "your home town")
 
@@ -108,27 +101,6 @@ DESCRIPTIVE_QUESTIONS = (
     "How old is your city?",
 )
 """Open questions a player may ask for colour; their answers often give the city away."""
-
-CORPUS_QUESTIONS = (
-    "Which continent is your city in?",
-    "What country is your city in?",
-    "Is your city on the coast?",
-    "Is your city a capital city?",
-    "What language do people speak in your city?",
-    "What is the climate like in your city?",
-    "How big is your city?",
-    "What is your city famous for?",
-    "What food is your city known for?",
-    "What are some famous landmarks in your city?",
-)
-"""The questions of the environment's tokenizer corpus (``GuessMyCityEnv.corpus``)."""
-
-
-def guess_question(city: City, index: int, use_alias: bool = False) -> str:
-    """A guess of ``city``: template ``index`` (cycled), naming it by its reference spelling or another name."""
-    names = [name for name in city.names if name != city.key]
-    name = names[index % len(names)] if use_alias and names else city.key
-    return GUESS_TEMPLATES[index % len(GUESS_TEMPLATES)].format(name=name)
 
 
 @lru_cache(maxsize=8192)

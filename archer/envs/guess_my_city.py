@@ -140,8 +140,6 @@ class GuessMyCityEnv(QuestionGameEnv[City]):
         Deterministic (the tokenizer cache is keyed by it): every city gets one history of the same questions
         (location, language, climate, size, fame, food, sights) followed by a guess of its name and a wrong guess.
         """
-        from archer.data.city_questioners import CORPUS_QUESTIONS, guess_question
-
         corpus = []
         for index, city in enumerate(CITIES):
             other = CITIES[(index * 7 + 3) % len(CITIES)]
@@ -151,6 +149,37 @@ class GuessMyCityEnv(QuestionGameEnv[City]):
             corpus.append(INITIAL_OBSERVATION + "".join(line + "\n" for line in lines))
         corpus.append(" ".join(COUNTRIES[key].name for key in COUNTRIES))
         return corpus
+
+
+GUESS_TEMPLATES = (
+    "Is your city {name}?",
+    "Is it {name}?",
+    "Are you from {name}?",
+    "Is the city you are from {name}?",
+    "Is your hometown {name}?",
+)
+"""How the scripted questioners and the tokenizer corpus phrase a guess of a city."""
+
+CORPUS_QUESTIONS = (
+    "Which continent is your city in?",
+    "What country is your city in?",
+    "Is your city on the coast?",
+    "Is your city a capital city?",
+    "What language do people speak in your city?",
+    "What is the climate like in your city?",
+    "How big is your city?",
+    "What is your city famous for?",
+    "What food is your city known for?",
+    "What are some famous landmarks in your city?",
+)
+"""The questions of the environment's tokenizer corpus (``GuessMyCityEnv.corpus``)."""
+
+
+def guess_question(city: City, index: int, use_alias: bool = False) -> str:
+    """A guess of ``city``: template ``index`` (cycled), naming it by its reference spelling or another name."""
+    names = [name for name in city.names if name != city.key]
+    name = names[index % len(names)] if use_alias and names else city.key
+    return GUESS_TEMPLATES[index % len(GUESS_TEMPLATES)].format(name=name)
 
 
 CITY_PROMPT_TEMPLATE = "Your home town is {secret}.{question}"

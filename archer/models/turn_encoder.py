@@ -9,13 +9,18 @@ costs a pass over at most ``max_turns`` vectors instead of hundreds of tokens.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:
-    from archer.models.critic import TextEncoder
+
+class LineEncoder(Protocol):
+    """What reads the lines: strings in, one (N, ``hidden_size``) tensor out (``critic.TextEncoder`` is one)."""
+
+    hidden_size: int
+
+    def __call__(self, texts: list[str]) -> torch.Tensor: ...
 
 
 class TurnEncoder(nn.Module):
@@ -51,7 +56,7 @@ class TurnEncoder(nn.Module):
 
     def __init__(
         self,
-        line_encoder: TextEncoder,
+        line_encoder: LineEncoder,
         separator: str = "\n",
         max_turns: int = 32,
         n_layer: int = 2,
