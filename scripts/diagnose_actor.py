@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from archer.algorithms.base import clip_and_step
+from archer.algorithms.accumulation import accumulate, clip_and_step
 from archer.algorithms.losses import reinforce_loss
 from archer.cli import compose_run_config
 from archer.data.rollout import collect_trajectories
@@ -77,7 +77,7 @@ def train_actor_on_returns(trainer: Any, iterations: int, eval_every: int) -> li
                     [m[0] for m in chunk], policy.encode_actions([m[1] for m in chunk]), as_sampled=True
                 )
                 advantages = torch.tensor([m[2] for m in chunk], device=logprobs.device)
-                trainer.accelerator.backward(reinforce_loss(advantages, logprobs) * len(chunk) / len(picked))
+                accumulate(trainer.accelerator, reinforce_loss(advantages, logprobs), len(chunk), len(picked))
             clip_and_step(trainer.accelerator, optimizer, policy.model.parameters(), algo.max_grad_norm)
         record = {"iteration": iteration, "rollout/return_mean": float(np.mean([sum(g.rewards) for g in games]))}
         if iteration % eval_every == 0 or iteration == iterations:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from archer.algorithms.base import clip_and_step
+from archer.algorithms.accumulation import accumulate, clip_and_step
 from archer.cli import compose_run_config
 from archer.config import ArcherConfig
 from archer.data.rollout import collect_trajectories
@@ -94,7 +94,7 @@ def fit_critic_on_returns(
             chunk = picked[first : first + algo.critic_micro_batch_size]
             out = critic([m[0] for m in chunk], [m[1] for m in chunk])
             returns = torch.tensor([m[2] for m in chunk], dtype=out.q1.dtype, device=out.q1.device)
-            trainer.accelerator.backward(monte_carlo_critic_loss(out, returns) * len(chunk) / len(picked))
+            accumulate(trainer.accelerator, monte_carlo_critic_loss(out, returns), len(chunk), len(picked))
         clip_and_step(trainer.accelerator, optimizer, critic.parameters(), algo.max_grad_norm)
         fitted, seconds = fitted + len(picked), seconds + time.perf_counter() - start
         if step % eval_every == 0 or step == steps:

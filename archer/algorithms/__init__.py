@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 from archer.config import AlgorithmConfig
 
 if TYPE_CHECKING:
-    from accelerate import Accelerator
-
+    from archer.algorithms.accumulation import Backend
     from archer.algorithms.base import Algorithm
     from archer.models.critic import DoubleCritic
     from archer.models.policy import LanguagePolicy
@@ -37,7 +36,7 @@ ALGORITHMS: dict[str, str] = {
 def make_algorithm(
     cfg: AlgorithmConfig,
     policy: LanguagePolicy,
-    accelerator: Accelerator,
+    accelerator: Backend,
     critic: DoubleCritic | None = None,
     progress: bool = True,
 ) -> Algorithm:

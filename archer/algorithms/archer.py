@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
 from tqdm.auto import tqdm
 
-from archer.algorithms.base import Algorithm, check_finite, clip_and_step, frozen_copy, mean_metrics
+from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
+from archer.algorithms.base import Algorithm, check_finite, frozen_copy, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
@@ -74,7 +74,7 @@ class ArcherAlgorithm(Algorithm):
         self,
         cfg: ArcherConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:
@@ -199,7 +199,7 @@ class ArcherAlgorithm(Algorithm):
                 log_ratios.append((logprobs - ref_logprobs).detach())
                 loss = kl_penalised_reinforce_loss(advantages[start:end], logprobs, ref_logprobs, cfg.kl_coeff)
             check_finite(loss, "actor loss", iteration, step)
-            self.accelerator.backward(loss * (end - start) / size)
+            accumulate(self.accelerator, loss, end - start, size)
             losses.append(loss.item() * (end - start) / size)
         grad_norm = clip_and_step(
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), cfg.max_grad_norm

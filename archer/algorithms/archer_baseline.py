@@ -23,10 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 
+from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
 from archer.algorithms.archer import ArcherAlgorithm
-from archer.algorithms.base import check_finite, clip_and_step
+from archer.algorithms.base import check_finite
 from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import token_baseline_losses
 from archer.config import ArcherBaselineConfig
@@ -51,7 +51,7 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
         self,
         cfg: ArcherBaselineConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
         value_model: TokenValueModel | None = None,
@@ -79,7 +79,7 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
             check_finite(pg_loss, "actor loss", iteration, step)
             check_finite(value_loss, "value loss", iteration, step)
             # The two losses reach disjoint networks (the residual is detached in pg_loss), so one backward works.
-            self.accelerator.backward((pg_loss + value_loss) * (end - start) / size)
+            accumulate(self.accelerator, pg_loss + value_loss, end - start, size)
             pg_total += pg_loss.item() * (end - start) / size
             value_total += value_loss.item() * (end - start) / size
             real = mask.bool()

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import torch
 
+from archer.algorithms.accumulation import accumulate, clip_and_step
 from archer.algorithms.archer import ArcherAlgorithm
-from archer.algorithms.base import check_finite, clip_and_step
+from archer.algorithms.base import check_finite
 from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import ppo_clip_loss
 from archer.config import ArcherPPOConfig
@@ -61,7 +62,7 @@ class ArcherPPOAlgorithm(ArcherAlgorithm):
                 # ppo_clip_loss averages over the micro-batch's tokens; weighting by its share of tokens makes the
                 # accumulated gradient the average over every token of the batch.
                 share = mask.sum().item() / total_tokens
-                self.accelerator.backward(loss * share)
+                accumulate(self.accelerator, loss, share)
                 epoch_loss += loss.item() * share
                 epoch_clip += clip_fraction.item() * share
                 epoch_kl += ((old_logprobs - logprobs.detach()) * mask).sum().item() / total_tokens

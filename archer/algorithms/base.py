@@ -1,25 +1,22 @@
-"""What every algorithm provides to the trainer, and the gradient-step helper they share."""
+"""What every algorithm provides to the trainer, and the small helpers their updates share."""
 
 from __future__ import annotations
 
 import copy
-import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
-from accelerate import Accelerator
 
+from archer.algorithms.accumulation import Backend
 from archer.config import AlgorithmConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import ActFn, BatchActor
 from archer.data.trajectory import Trajectory
-from archer.distributed import average_gradients
 from archer.models.incremental import IncrementalActor
 from archer.models.policy import LanguagePolicy
-from archer.models.sharding import shard_optimizer_state, sharded_grad_norm
 
 T = TypeVar("T")
 
@@ -43,43 +40,13 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def clip_and_step(
-    accelerator: Accelerator,
-    optimizer: torch.optim.Optimizer,
-    parameters: Iterable[torch.nn.Parameter],
-    max_grad_norm: float,
-) -> float:
-    """Average the gradient of ``parameters`` (one network's only) over processes, clip it, step its optimiser,
-    and clear the gradients.
-
-    Clearing after the step means no gradient of this phase can leak into another network's clipping norm
-    (the reference clipped policy and critic together with stale gradients; ARCHER_SPEC.md 5.5 item 4).
-
-    Returns:
-        The gradient norm before clipping.
-    """
-    params = [p for p in parameters if p.requires_grad]
-    average_gradients(params, accelerator)
-    norm = sharded_grad_norm(params)
-    if norm is None:
-        norm = accelerator.clip_grad_norm_(params, max_grad_norm)
-    else:
-        # FSDP-sharded gradients: the norm is reduced over the shards, then every shard is scaled by the same factor.
-        torch.nn.utils.clip_grads_with_norm_(params, max_grad_norm, norm)
-        shard_optimizer_state(optimizer)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    norm_value = float(norm) if norm is not None else float("nan")
-    return norm_value if math.isfinite(norm_value) else float("inf")
-
-
 class Algorithm(ABC):
     """An algorithm owns its networks' optimisers and its update rule; the trainer owns the loop.
 
     Args:
         cfg: the algorithm's config.
         policy: the language policy.
-        accelerator: device placement and backward.
+        accelerator: device placement; gradients go through ``accumulation``.
     """
 
     #: Whether the trainer collects rollouts into the buffer every iteration.
@@ -87,7 +54,7 @@ class Algorithm(ABC):
     #: Whether an overridden ``act`` still samples one ``policy.generate`` action per observation (``rollout_actor``).
     samples_policy: bool = False
 
-    def __init__(self, cfg: AlgorithmConfig, policy: LanguagePolicy, accelerator: Accelerator) -> None:
+    def __init__(self, cfg: AlgorithmConfig, policy: LanguagePolicy, accelerator: Backend) -> None:
         self.cfg = cfg
         self.policy = policy
         self.accelerator = accelerator

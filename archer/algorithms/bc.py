@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
 from tqdm.auto import tqdm
 
-from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_metrics
+from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
+from archer.algorithms.base import Algorithm, check_finite, mean_metrics
 from archer.algorithms.losses import bc_loss
 from archer.config import BCConfig
 from archer.data.replay_buffer import ReplayBuffer
@@ -34,7 +34,7 @@ class BCAlgorithm(Algorithm):
         self,
         cfg: BCConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:
@@ -58,10 +58,9 @@ class BCAlgorithm(Algorithm):
                     token_logprobs, mask = self.policy.token_logprobs(
                         observations, self.policy.encode_actions(actions), as_sampled=False
                     )
-                loss = bc_loss(token_logprobs, mask, per_token=self.cfg.per_token_mean) * len(observations) / rows
+                loss = bc_loss(token_logprobs, mask, per_token=self.cfg.per_token_mean)
                 check_finite(loss, "bc loss", iteration, step)
-                self.accelerator.backward(loss)
-                total += loss.item()
+                total += accumulate(self.accelerator, loss, len(observations), rows).item()
             grad_norm = clip_and_step(
                 self.accelerator, self.optimizer, self.policy.model.parameters(), self.cfg.max_grad_norm
             )

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 
-from archer.algorithms.base import check_finite, clip_and_step, mean_metrics
+from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
+from archer.algorithms.base import check_finite, mean_metrics
 from archer.algorithms.losses import mixed_monte_carlo_targets, td_q_targets, utterance_advantage
 from archer.data.trajectory import TransitionBatch
 from archer.models.critic import DoubleCritic, make_target_critic, soft_update
@@ -77,7 +77,7 @@ class CriticLearner:
     def __init__(
         self,
         critic: DoubleCritic,
-        accelerator: Accelerator,
+        accelerator: Backend,
         loss: CriticLoss,
         *,
         lr: float,
@@ -142,8 +142,7 @@ class CriticLearner:
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
                 loss, parts = self.loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
                 check_finite(loss, "critic loss", iteration, step)
-                # Weighting by the micro-batch's share makes the accumulated gradient the batch mean.
-                self.accelerator.backward(loss * (end - start) / size)
+                accumulate(self.accelerator, loss, end - start, size)
                 records.append(
                     {
                         "critic/loss": loss.item(),

@@ -20,8 +20,8 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-from accelerate import Accelerator
 
+from archer.algorithms.accumulation import Backend
 from archer.algorithms.bc import BCAlgorithm
 from archer.config import FilteredBCConfig
 from archer.data.replay_buffer import ReplayBuffer
@@ -47,7 +47,7 @@ class FilteredBCAlgorithm(BCAlgorithm):
         self,
         cfg: FilteredBCConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:

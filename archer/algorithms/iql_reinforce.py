@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from accelerate import Accelerator
 
+from archer.algorithms.accumulation import Backend
 from archer.algorithms.base import frozen_copy
 from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import iql_kl_reinforce_loss, reinforce_loss
@@ -45,7 +45,7 @@ class IQLReinforceAlgorithm(OfflineCriticAlgorithm):
         self,
         cfg: IQLReinforceConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
 from tqdm.auto import tqdm
 
-from archer.algorithms.base import Algorithm, check_finite, clip_and_step, mean_metrics
+from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
+from archer.algorithms.base import Algorithm, check_finite, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import awr_loss, iql_critic_loss
 from archer.config import OfflineArcherConfig, OfflineCriticConfig
@@ -61,7 +61,7 @@ class OfflineCriticAlgorithm(Algorithm):
         self,
         cfg: OfflineCriticConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:
@@ -132,7 +132,7 @@ class OfflineCriticAlgorithm(Algorithm):
             )
             loss = loss_of(start, end, logprobs)
             check_finite(loss, "actor loss", iteration, step)
-            self.accelerator.backward(loss * (end - start) / size)
+            accumulate(self.accelerator, loss, end - start, size)
             total += loss.item() * (end - start) / size
         grad_norm = clip_and_step(
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), self.cfg.max_grad_norm
@@ -179,7 +179,7 @@ class OfflineArcherAlgorithm(OfflineCriticAlgorithm):
         self,
         cfg: OfflineArcherConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:

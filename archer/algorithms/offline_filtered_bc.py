@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from accelerate import Accelerator
 
+from archer.algorithms.accumulation import Backend
 from archer.algorithms.bc import BCAlgorithm
 from archer.config import OfflineFilteredBCConfig
 from archer.data.replay_buffer import ReplayBuffer
@@ -70,7 +70,7 @@ class OfflineFilteredBCAlgorithm(BCAlgorithm):
         self,
         cfg: OfflineFilteredBCConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
     ) -> None:

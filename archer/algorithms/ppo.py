@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from accelerate import Accelerator
 from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
-from archer.algorithms.base import Algorithm, check_finite, chunks, clip_and_step, mean_metrics
+from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
+from archer.algorithms.base import Algorithm, check_finite, chunks, mean_metrics
 from archer.algorithms.losses import gae_with_discounts, kl_shaped_token_rewards, ppo_clip_loss, ppo_value_loss
 from archer.config import PPOConfig
 from archer.data.replay_buffer import ReplayBuffer
@@ -148,7 +148,7 @@ class PPOAlgorithm(Algorithm):
         self,
         cfg: PPOConfig,
         policy: LanguagePolicy,
-        accelerator: Accelerator,
+        accelerator: Backend,
         critic: DoubleCritic | None = None,
         progress: bool = True,
         value_model: TokenValueModel | None = None,
@@ -250,7 +250,7 @@ class PPOAlgorithm(Algorithm):
             # Both losses are token means over the micro-batch; weighting by its share of the minibatch's tokens
             # makes the accumulated gradients token means over the minibatch. They reach disjoint networks.
             share = mask.sum().item() / total_tokens
-            self.accelerator.backward((pg_loss + value_loss) * share)
+            accumulate(self.accelerator, pg_loss + value_loss, share)
             record["actor/ppo_loss"] += pg_loss.item() * share
             record["actor/clip_fraction"] += clip_fraction.item() * share
             record["actor/approx_kl_old"] += ((old_logprobs - logprobs.detach()) * mask).sum().item() / total_tokens

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from accelerate import Accelerator
 
-from archer.algorithms.base import clip_and_step
+from archer.algorithms.accumulation import clip_and_step
 from archer.config import EmbeddedModelConfig, PolicyConfig
 from archer.distributed import shard
 from archer.models.loading import load_policy_model, policy_weights, save_policy

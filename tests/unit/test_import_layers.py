@@ -115,3 +115,18 @@ def test_the_circle_finder_on_hand_made_graphs() -> None:
 def test_the_two_former_circles_are_gone(module: str) -> None:
     graph = import_graph()
     assert not any(module in graph[target] for target in graph[module])
+
+
+def test_algorithms_do_not_import_accelerate() -> None:
+    """Algorithms reach the accelerator through ``accumulation.Backend``; only the layers below and above import it."""
+    importers = []
+    for path in sorted((PACKAGE / "algorithms").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            importers += [path.name for name in names if name.split(".")[0] == "accelerate"]
+    assert importers == []
