@@ -27,8 +27,8 @@ from archer.models.sharding import shard_optimizer_state, sharded_grad_norm
 class Backend(Protocol):
     """What algorithms use of the accelerator; Accelerate's ``Accelerator`` is one.
 
-    Its ``backward`` and ``clip_grad_norm_`` rather than torch's own, because under mixed precision the accelerator
-    scales the loss before backward and unscales the gradients before clipping.
+    Gradients go through its ``backward`` and ``clip_grad_norm_`` rather than torch's: under mixed precision the
+    accelerator scales the loss before backward and unscales the gradients before clipping.
     """
 
     @property
@@ -60,6 +60,7 @@ def accumulate(backend: Backend, loss: torch.Tensor, part: float, whole: float =
     Returns:
         The weighted loss, detached: summed over the micro-batches it is the batch's mean loss.
     """
+    # Multiply, then divide: regrouping as loss * (part / whole) rounds differently and changes seeded runs' bits.
     weighted = loss * part / whole
     backend.backward(weighted)
     return weighted.detach()
