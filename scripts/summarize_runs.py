@@ -3,7 +3,7 @@
 Usage (from ``scripts/``)::
 
     python summarize_runs.py outputs/archer_20q/seed=0 outputs/archer_20q/seed=1 outputs/archer_20q/seed=2 \\
-        --baseline -6.74 --baseline-name "BC plateau" --markdown --plot ../docs/archer_20q.png
+        --baseline -3.45 --baseline-name "BC continued to 3,000-3,500 steps" --markdown --plot ../docs/archer_20q.png
 
 Each run folder's ``metrics.jsonl`` gives its greedy evaluation returns (``eval/return_mean``) by iteration and
 its training rollouts' mean return. Printed: one row per run (every evaluation, the mean of the last ``--last``
