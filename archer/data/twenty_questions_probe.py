@@ -211,7 +211,7 @@ class _ScriptedOpening:
         played = [0] * len(self.openings)
 
         def turn(observations: list[str], slots: list[int]) -> list[str]:
-            moves: list[str | None] = [None] * len(slots)
+            moves = [""] * len(slots)  # every slot is filled below: from its opening or by the policy
             free = []
             for k, slot in enumerate(slots):
                 if played[slot] < len(self.openings[slot]):
@@ -224,7 +224,7 @@ class _ScriptedOpening:
                 texts = chosen.texts if hasattr(chosen, "texts") else chosen
                 for k, text in zip(free, texts, strict=True):
                     moves[k] = text
-            return [move for move in moves if move is not None]
+            return moves
 
         return turn
 
