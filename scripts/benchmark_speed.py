@@ -450,8 +450,8 @@ def benchmark_replay_buffer(transitions: int, seed: int = 0, games_per_chunk: in
     Games are generated, added and dropped chunk by chunk while ``tracemalloc`` traces allocations, so the memory
     still traced at the end is what the buffer keeps alive (plus whatever the generator caches).
     """
-    from archer.data.twenty_questions_data import conversation_to_trajectory, generate_twenty_questions_dataset
-    from archer.envs.knowledge_oracle import KnowledgeBaseOracle
+    from archer.envs.twenty_questions.dataset import conversation_to_trajectory, generate_twenty_questions_dataset
+    from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle
 
     oracle = KnowledgeBaseOracle()
     # A few games first, so the questioners' and the oracle's caches are filled before tracing starts.

@@ -34,7 +34,7 @@ from hydra import compose, initialize_config_dir
 from archer.cli import to_run_config
 from archer.config import register_configs
 from archer.data.rollout import collect_trajectories
-from archer.envs import make_env, make_oracle
+from archer.envs.registry import make_env, make_oracle
 from archer.models.incremental import IncrementalActor
 from archer.trainer import Trainer
 

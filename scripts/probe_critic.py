@@ -6,7 +6,7 @@ Usage (from ``scripts/``; the same config name and overrides as the run, so the 
     python probe_critic.py --config-name archer_20q --untrained      # the critic before any training, for scale
 
 The run's checkpoint is loaded as a resumed run would load it, and its target critic scores ``--states`` states
-played in the environment (``archer.data.twenty_questions_probe``), each just after a wrong guess was refuted:
+played in the environment (``archer.envs.twenty_questions.probe``), each just after a wrong guess was refuted:
 played by a script (zero to two splitting property questions, then a wrong guess; ``--states-from script``, the
 default) or by the run's own sampling policy (``--states-from policy``: the states its games meet). Printed and,
 with ``--json``, written: the fraction of states where repeating the refuted guess scores below every other guess
@@ -40,14 +40,14 @@ from archer.checkpointing import CHECKPOINT_FILE
 from archer.cli import compose_run_config
 from archer.critic_probe import move_values, pairwise_agreement, probe_critic, probe_scores
 from archer.data.rollout import collect_trajectories
-from archer.data.twenty_questions_probe import (
+from archer.envs.registry import make_env, make_oracle
+from archer.envs.twenty_questions.env import TwentyQuestionsEnv
+from archer.envs.twenty_questions.probe import (
     ProbeState,
     policy_move_returns,
     probe_states,
     probe_states_from_games,
 )
-from archer.envs import make_env, make_oracle
-from archer.envs.twenty_questions import TwentyQuestionsEnv
 from archer.trainer import Trainer
 
 log = logging.getLogger("probe_critic")

@@ -2,7 +2,8 @@
 
 The observation is the whole history, ``"Questions:\\n"`` followed by one ``"<question> <answer>\\n"`` line per
 turn; the reward is -1 per turn and 0 on the winning turn; a game ends on a win (terminated) or after
-``max_turns`` questions (truncated). Subclasses say how the oracle is addressed and how an answer is judged.
+``max_turns`` questions (truncated). Subclasses say how the oracle is addressed and how an answer is judged;
+``PlayedGame`` records a game a scripted questioner played without an environment.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from archer.envs.base import BatchedTextEnv, StepResult, encodable
@@ -96,3 +98,28 @@ class QuestionGameEnv(BatchedTextEnv, Generic[Secret]):
                 )
             )
         return results
+
+
+@dataclass
+class PlayedGame:
+    """One scripted game.
+
+    Attributes:
+        turns: the (question, answer) pairs, in order.
+        success: the last question named the secret and was answered "Yes.".
+    """
+
+    turns: list[tuple[str, str]]
+    success: bool
+
+    @property
+    def rewards(self) -> list[float]:
+        """-1 per turn, 0 on the winning turn (ARCHER_SPEC.md 3.1 and 3.3)."""
+        rewards = [-1.0] * len(self.turns)
+        if self.success:
+            rewards[-1] = 0.0
+        return rewards
+
+    @property
+    def episode_return(self) -> float:
+        return sum(self.rewards)

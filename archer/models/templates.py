@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from transformers import PreTrainedTokenizerBase
 
-from archer.envs.twenty_questions_words import SUBSET_WORDS
+from archer.envs.twenty_questions.words import SUBSET_WORDS
 
 Template = Callable[[str], str]
 ActionParser = Callable[[str], str]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from archer.envs import ENV_BUILDERS, make_env
 from archer.envs.base import BatchedTextEnv
+from archer.envs.registry import GAMES, make_env
 from tests.conftest import CONFIG_DIR, compose_run
 
 DETECTIVE = os.environ.get("ARCHER_DETECTIVE_PATH", "/work/shared/data/detective.z5")
@@ -100,7 +100,7 @@ def test_the_cases_cover_every_registered_env_and_every_env_option() -> None:
     options = {path.stem for path in (CONFIG_DIR / "env").glob("*.yaml")}
     assert {case.option for case in ENV_CASES} == options
     names = {compose_run("bc_20q", [f"env={case.option}", *case.overrides]).env.name for case in ENV_CASES}
-    assert names == set(ENV_BUILDERS)
+    assert names == set(GAMES)
 
 
 def listing(folder: Path) -> set[str]:
@@ -108,8 +108,8 @@ def listing(folder: Path) -> set[str]:
 
 
 def _serving_webshop(cfg) -> Iterator[str]:
-    from archer.envs.webshop import site_for
     from archer.envs.webshop.server import WebShopServer
+    from archer.envs.webshop.shop import site_for
 
     with WebShopServer(site_for(cfg), max_lifetime_s=600.0) as server:
         yield server.url
@@ -150,7 +150,7 @@ def env_case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 def secret_check(env_name: str) -> Callable[[BatchedTextEnv, int, str], bool] | None:
     """``leaks(env, slot, text)``: whether ``text`` names the secret of ``slot`` (None: the env hides nothing)."""
     if env_name == "guess_my_city":
-        from archer.envs.city_oracle import leaks_city
+        from archer.envs.guess_my_city.oracle import leaks_city
 
         return lambda env, slot, text: leaks_city(text, env.hidden(slot))
     if env_name == "twenty_questions":

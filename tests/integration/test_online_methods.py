@@ -21,7 +21,7 @@ from archer.config import CHAIConfig, ConfigError, FilteredBCConfig, TwentyQuest
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
-from archer.envs import make_env
+from archer.envs.registry import make_env
 from archer.models.policy import Generation
 from archer.trainer import Trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run

@@ -31,7 +31,7 @@ if not Path(DETECTIVE).is_file():
         allow_module_level=True,
     )
 
-from archer.envs.adventure import (  # noqa: E402 - after the skips, so a missing extra skips instead of failing
+from archer.envs.adventure.env import (  # noqa: E402 - after the skips, so a missing extra skips instead of failing
     VALID_ACTIONS,
     AdventureEnv,
     clean_action,

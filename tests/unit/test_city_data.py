@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 
 from archer.config import GuessMyCityEnvConfig, OfflineDataConfig, RunConfig
-from archer.data.city_questioners import (
-    GUESS_TEMPLATES,
-    SPLIT_QUESTIONS,
-    GreedyCityQuestioner,
-    RandomCityQuestioner,
-    make_city_questioner,
-    play_city_game,
-)
-from archer.data.guess_my_city_data import (
+from archer.data.offline import load_offline_trajectories
+from archer.envs.guess_my_city.dataset import (
     CityConversation,
     DatasetError,
     conversation_to_trajectory,
@@ -27,10 +20,18 @@ from archer.data.guess_my_city_data import (
     save_guess_my_city_dataset,
     split_utterance,
 )
-from archer.data.offline import OFFLINE_LOADERS, load_offline_trajectories
-from archer.envs.city_facts import CITIES, CITY_BY_KEY
-from archer.envs.city_oracle import CityKnowledgeOracle
-from archer.envs.guess_my_city import CENSORED, question_names_city
+from archer.envs.guess_my_city.env import CENSORED, question_names_city
+from archer.envs.guess_my_city.facts import CITIES, CITY_BY_KEY
+from archer.envs.guess_my_city.oracle import CityKnowledgeOracle
+from archer.envs.guess_my_city.questioners import (
+    GUESS_TEMPLATES,
+    SPLIT_QUESTIONS,
+    GreedyCityQuestioner,
+    RandomCityQuestioner,
+    make_city_questioner,
+    play_city_game,
+)
+from archer.envs.registry import GAMES
 
 # Tests read the shared data folder next to the repository; they skip when it is absent.
 REFERENCE_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "guess_my_city.json"
@@ -209,7 +210,7 @@ def _run_config(path: str | None, episodes: int = 12) -> RunConfig:
 
 
 def test_offline_loader_generates_and_caches(tmp_path: Path) -> None:
-    assert "guess_my_city" in OFFLINE_LOADERS
+    assert GAMES["guess_my_city"].load_offline is not None
     trajectories = load_offline_trajectories(_run_config(None), tmp_path)
     cached = list((tmp_path / "datasets").glob("guess_my_city-reference-12-t6-seed3.json"))
     assert len(cached) == 1 and len(trajectories) == 12

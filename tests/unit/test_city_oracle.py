@@ -13,10 +13,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
 from archer.config import GuessMyCityEnvConfig
-from archer.data.city_questioners import DESCRIPTIVE_QUESTIONS, SPLIT_QUESTIONS
-from archer.envs import make_env, make_oracle
-from archer.envs.city_facts import CITIES, CITY_BY_KEY, COUNTRIES, LANGUAGE_NAMES, REGION_NAMES, TOPICS
-from archer.envs.city_oracle import (
+from archer.envs.guess_my_city.env import CITY_PROMPT_TEMPLATE, make_t5_oracle
+from archer.envs.guess_my_city.facts import CITIES, CITY_BY_KEY, COUNTRIES, LANGUAGE_NAMES, REGION_NAMES, TOPICS
+from archer.envs.guess_my_city.oracle import (
     REFUSE_NAME,
     UNSURE,
     CityKnowledgeOracle,
@@ -27,7 +26,8 @@ from archer.envs.city_oracle import (
     parse,
     resolve_city,
 )
-from archer.envs.guess_my_city import CITY_PROMPT_TEMPLATE, make_t5_oracle
+from archer.envs.guess_my_city.questioners import DESCRIPTIVE_QUESTIONS, SPLIT_QUESTIONS
+from archer.envs.registry import make_env, make_oracle
 from archer.envs.t5_oracle import Seq2SeqOracle
 
 ORACLE = CityKnowledgeOracle()

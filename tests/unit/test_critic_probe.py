@@ -8,18 +8,18 @@ from torch import nn
 
 from archer.config import TwentyQuestionsEnvConfig
 from archer.critic_probe import pairwise_agreement, probe_critic
-from archer.data.scripted_questioners import GreedyQuestioner
 from archer.data.trajectory import Trajectory
-from archer.data.twenty_questions_probe import (
+from archer.envs.oracles import INVALID, NO, YES
+from archer.envs.registry import make_env, make_oracle
+from archer.envs.twenty_questions.oracle import parse_question
+from archer.envs.twenty_questions.probe import (
     ProbeState,
     history_turns,
     policy_move_returns,
     probe_states,
     probe_states_from_games,
 )
-from archer.envs import make_env, make_oracle
-from archer.envs.knowledge_oracle import parse_question
-from archer.envs.oracles import INVALID, NO, YES
+from archer.envs.twenty_questions.questioners import GreedyQuestioner
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,12 @@ import pytest
 from archer.config import ConfigError
 from archer.data.offline import load_offline_trajectories
 from archer.data.trajectory_file import TrajectoryFileError
-from archer.envs import make_env
 from archer.envs.checker import check_env
-from archer.envs.frozen_lake import FrozenLakeEnv, generate_map, shortest_path
-from archer.envs.grid_games import DIRECTIONS, parse_direction
-from archer.envs.sokoban import SokobanEnv
-from archer.envs.sokoban_rooms import SokobanRoom, generate_room, solve
+from archer.envs.grid_games.frozen_lake import FrozenLakeEnv, generate_map, shortest_path
+from archer.envs.grid_games.grid import DIRECTIONS, parse_direction
+from archer.envs.grid_games.sokoban import SokobanEnv
+from archer.envs.grid_games.sokoban_rooms import SokobanRoom, generate_room, solve
+from archer.envs.registry import make_env
 from tests.conftest import compose_run
 
 needs_gymnasium = pytest.mark.skipif(

@@ -7,18 +7,18 @@ from pathlib import Path
 import pytest
 
 from archer.config import GuessMyCityEnvConfig
-from archer.envs import make_env, make_oracle
 from archer.envs.checker import check_env
-from archer.envs.city_facts import CITIES, CITY_BY_KEY
-from archer.envs.city_oracle import CityKnowledgeOracle
-from archer.envs.guess_my_city import (
+from archer.envs.guess_my_city.env import (
     CENSORED,
     GuessMyCityEnv,
     answer_mentions_city,
     censor,
     question_names_city,
 )
+from archer.envs.guess_my_city.facts import CITIES, CITY_BY_KEY
+from archer.envs.guess_my_city.oracle import CityKnowledgeOracle
 from archer.envs.oracles import Oracle
+from archer.envs.registry import make_env, make_oracle
 
 CITY_LIST = Path("/work/notes/city_list.txt")
 

@@ -8,7 +8,9 @@ from collections import Counter
 
 import pytest
 
-from archer.envs.knowledge_oracle import (
+from archer.envs.oracles import INVALID, NO, YES
+from archer.envs.twenty_questions.facts import FACTS, PROPERTIES, PROPERTY_PHRASINGS, PROPERTY_WORDS
+from archer.envs.twenty_questions.oracle import (
     PROPERTY_QUESTIONS,
     KnowledgeBaseOracle,
     answer_property,
@@ -16,9 +18,7 @@ from archer.envs.knowledge_oracle import (
     parse_question,
     resolve_word,
 )
-from archer.envs.oracles import INVALID, NO, YES
-from archer.envs.twenty_questions_facts import FACTS, PROPERTIES, PROPERTY_PHRASINGS, PROPERTY_WORDS
-from archer.envs.twenty_questions_words import WORDS, Word
+from archer.envs.twenty_questions.words import WORDS, Word
 
 ORACLE = KnowledgeBaseOracle()
 BY_NAME = {word.name: word for word in WORDS}

@@ -12,7 +12,7 @@ from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGene
 
 from archer.envs.oracles import INVALID, NO, YES
 from archer.envs.t5_oracle import Seq2SeqOracle
-from archer.envs.twenty_questions_words import Word
+from archer.envs.twenty_questions.words import Word
 
 JUNK_QUESTIONS = ["", "?" * 3, "x" * 10_000, "¿Es un 🐱?\x00\x1b[31m", "{secret} {question} {0}", "\n\n\n"]
 

@@ -9,14 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from archer.data.scripted_questioners import (
-    GreedyQuestioner,
-    RandomQuestioner,
-    guess_phrasings,
-    make_questioner,
-    play_game,
-)
-from archer.data.twenty_questions_data import (
+from archer.envs.oracles import INVALID, NO, YES
+from archer.envs.twenty_questions.dataset import (
     Conversation,
     DatasetError,
     OfflineTransition,
@@ -26,10 +20,16 @@ from archer.data.twenty_questions_data import (
     main,
     save_twenty_questions_dataset,
 )
-from archer.envs.knowledge_oracle import KnowledgeBaseOracle, parse_question
-from archer.envs.oracles import INVALID, NO, YES
-from archer.envs.twenty_questions import names_word_last_phrase
-from archer.envs.twenty_questions_words import SUBSET_WORDS, WORDS
+from archer.envs.twenty_questions.env import names_word_last_phrase
+from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle, parse_question
+from archer.envs.twenty_questions.questioners import (
+    GreedyQuestioner,
+    RandomQuestioner,
+    guess_phrasings,
+    make_questioner,
+    play_game,
+)
+from archer.envs.twenty_questions.words import SUBSET_WORDS, WORDS
 
 ORACLE = KnowledgeBaseOracle()
 VALID = {"lines": ["Is it alive? No.", "Is it a pen? Yes."], "correct": True, "word": ["pen"]}
@@ -58,7 +58,7 @@ def test_missing_file_says_what_it_is_and_how_to_make_one(tmp_path: Path) -> Non
         load_twenty_questions_dataset(path)
     message = str(error.value)
     assert str(path) in message and "not found" in message
-    assert "LMRL-Gym" in message and "python -m archer.data.twenty_questions_data" in message
+    assert "LMRL-Gym" in message and "python -m archer.envs.twenty_questions.dataset" in message
 
 
 def test_not_json(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ import pytest
 from archer.envs.checker import check_env
 from archer.envs.oracles import INVALID, NO, YES, Oracle
 from archer.envs.question_game import INITIAL_OBSERVATION, clean_question
-from archer.envs.twenty_questions import TwentyQuestionsEnv, names_word_last_phrase, names_word_last_word
-from archer.envs.twenty_questions_words import SUBSET_WORDS, WORDS, word_list
+from archer.envs.twenty_questions.env import TwentyQuestionsEnv, names_word_last_phrase, names_word_last_word
+from archer.envs.twenty_questions.words import SUBSET_WORDS, WORDS, word_list
 
 
 class GuessOracle(Oracle):

@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from archer.data.offline import OFFLINE_LOADERS, load_offline_trajectories
-from archer.data.webshop_data import (
+from archer.data.offline import load_offline_trajectories
+from archer.envs.registry import GAMES
+from archer.envs.webshop.dataset import (
     WebShopDatasetError,
     episode_to_trajectory,
     generate_webshop_dataset,
     load_webshop_dataset,
     save_webshop_dataset,
 )
-from archer.envs.webshop import build_site
 from archer.envs.webshop.env import WebShopEnv
 from archer.envs.webshop.pages import LocalPageSource
+from archer.envs.webshop.shop import build_site
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
 
@@ -83,7 +84,7 @@ def test_missing_or_unreadable_files_give_clear_errors(tmp_path: Path) -> None:
 
 
 def test_offline_loader_generates_once_then_loads_a_configured_path(tmp_path: Path) -> None:
-    assert "webshop" in OFFLINE_LOADERS
+    assert GAMES["webshop"].load_offline is not None
     overrides = [*TINY_RUN_OVERRIDES, "env.num_products=200", "env.num_instructions=300", "env.train_lower=200"]
     overrides += ["env.train_upper=250", "env.data_upper=100", "data.generate_episodes=6"]
     cfg = compose_run("bc_webshop", overrides)

@@ -8,9 +8,9 @@ import pytest
 
 from archer.data.rollout import collect_trajectories
 from archer.envs.checker import check_env
-from archer.envs.webshop import build_site, scripted_corpus
 from archer.envs.webshop.env import INVALID_ACTION, WebShopEnv, parse_instruction
 from archer.envs.webshop.pages import INIT, LocalPageSource, PageRequest, Site
+from archer.envs.webshop.shop import build_site, scripted_corpus
 from archer.envs.webshop.shoppers import ScriptedShopper, named_value, options_of, results_of, search_query
 
 NUM_INSTRUCTIONS = 300

@@ -15,11 +15,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from archer.envs.webshop import build_site
 from archer.envs.webshop.client import HttpPageSource, WebShopServerError, html_nodes, page_urls
 from archer.envs.webshop.env import INVALID_ACTION, WebShopEnv
 from archer.envs.webshop.pages import END, INIT, ITEM, ITEM_SUB, SEARCH, LocalPageSource, PageRequest, Site
 from archer.envs.webshop.server import BadRequest, WebShopRequestHandler, WebShopServer, parse_route, render_html
+from archer.envs.webshop.shop import build_site
 from archer.envs.webshop.shoppers import ScriptedShopper
 
 NUM_INSTRUCTIONS = 300
@@ -215,7 +215,7 @@ def test_the_server_stops_by_itself(site: Site) -> None:
 
 def test_make_env_plays_a_server_when_server_url_is_set(site: Site) -> None:
     from archer.config import WebShopEnvConfig
-    from archer.envs import make_env
+    from archer.envs.registry import make_env
 
     shop = dict(num_products=200, num_instructions=NUM_INSTRUCTIONS, train_lower=200, train_upper=250, data_upper=100)
     with serving(site) as server:

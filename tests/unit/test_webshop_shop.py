@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from archer.envs.webshop import build_site
 from archer.envs.webshop.catalogue import PRODUCT_TYPES, Catalogue, Product, Review, generate_catalogue
 from archer.envs.webshop.client import html_nodes
 from archer.envs.webshop.instructions import NO_PRICE_BOUND, Instruction, InstructionSet, price_bound
@@ -28,6 +27,7 @@ from archer.envs.webshop.pages import (
 )
 from archer.envs.webshop.reward import score_purchase, token_set_ratio, type_match
 from archer.envs.webshop.search import SearchEngine, search_words
+from archer.envs.webshop.shop import build_site
 
 
 def product(asin: str = "B000000001", **changes) -> Product:

@@ -239,7 +239,7 @@ class WebShopServer:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: serve the generated shop until interrupted."""
-    from archer.envs.webshop import build_site
+    from archer.envs.webshop.shop import build_site
 
     parser = argparse.ArgumentParser(description="Serve the generated WebShop catalogue on WebShop's routes.")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")

@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from archer.config import EnvConfig, FrozenLakeEnvConfig
-from archer.envs.grid_games import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome
+from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome
 from archer.errors import MissingExtraError
 
 _SYMBOLS = {"S": "_", "F": "_", "H": "O", "G": "G"}

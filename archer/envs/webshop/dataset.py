@@ -13,7 +13,7 @@ trajectories match what the environment would have shown. ``terminated`` means t
 
 Generate a file with the built-in shop (or against a server with ``--server-url``)::
 
-    python -m archer.data.webshop_data --out data/webshop.json --episodes 2000
+    python -m archer.envs.webshop.dataset --out data/webshop.json --episodes 2000
 """
 
 from __future__ import annotations
@@ -213,8 +213,8 @@ def load_webshop_dataset(path: str | os.PathLike[str]) -> list[Episode]:
     records = read_json_list(
         path,
         f"{path}: WebShop dataset not found. Point data.path at a file of recorded games (format in "
-        "archer/data/webshop_data.py), set data.path=null to generate one with scripted shoppers, or run "
-        f"`python -m archer.data.webshop_data --out {path}`.",
+        "archer/envs/webshop/dataset.py), set data.path=null to generate one with scripted shoppers, or run "
+        f"`python -m archer.envs.webshop.dataset --out {path}`.",
         "episodes",
         WebShopDatasetError,
     )
@@ -238,7 +238,7 @@ def webshop_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False
     so a changed setting never reuses another setting's data.
     """
     from archer.config import WebShopEnvConfig
-    from archer.envs.webshop import make_webshop_env
+    from archer.envs.webshop.shop import make_webshop_env
 
     env_cfg = cfg.env
     assert isinstance(env_cfg, WebShopEnvConfig)
@@ -281,7 +281,7 @@ def webshop_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: generate a dataset file."""
     from archer.config import WebShopEnvConfig
-    from archer.envs.webshop import make_webshop_env
+    from archer.envs.webshop.shop import make_webshop_env
 
     parser = argparse.ArgumentParser(description="Record scripted shoppers' WebShop games as a dataset.")
     parser.add_argument("--out", required=True, help="JSON file to write")

@@ -21,8 +21,8 @@ from typing import Any
 
 from archer.envs.oracles import INVALID, NO, YES, Oracle
 from archer.envs.question_game import INITIAL_OBSERVATION, QuestionGameEnv
-from archer.envs.twenty_questions_facts import PROPERTY_PHRASINGS
-from archer.envs.twenty_questions_words import WORDS, Word
+from archer.envs.twenty_questions.facts import PROPERTY_PHRASINGS
+from archer.envs.twenty_questions.words import WORDS, Word
 
 SUCCESS_CHECKS = ("last_word", "last_phrase")
 

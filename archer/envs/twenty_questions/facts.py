@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archer.envs.twenty_questions_words import WORDS
+from archer.envs.twenty_questions.words import WORDS
 
 _NAMES: tuple[str, ...] = tuple(word.name for word in WORDS)
 

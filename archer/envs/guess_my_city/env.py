@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from archer.envs.city_facts import CITIES, COUNTRIES, City
-from archer.envs.city_oracle import CityKnowledgeOracle, answer_question, leaks_city, mentioned_cities
+from archer.envs.guess_my_city.facts import CITIES, COUNTRIES, City
+from archer.envs.guess_my_city.oracle import CityKnowledgeOracle, answer_question, leaks_city, mentioned_cities
 from archer.envs.oracles import Oracle
 from archer.envs.question_game import INITIAL_OBSERVATION, QuestionGameEnv
 from archer.errors import MissingFileError

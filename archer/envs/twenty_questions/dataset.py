@@ -13,7 +13,7 @@ reward 0.
 
 Generate a file from scripted questioners and the knowledge-base oracle with::
 
-    python -m archer.data.twenty_questions_data --out data/twenty_questions.json --episodes 100000
+    python -m archer.envs.twenty_questions.dataset --out data/twenty_questions.json --episodes 100000
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ import os
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
+from archer.config import RunConfig, TwentyQuestionsEnvConfig
 from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_checked_records
-from archer.data.scripted_questioners import Questioner, make_questioner, play_game
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
-from archer.envs.twenty_questions import INITIAL_OBSERVATION
-from archer.envs.twenty_questions_words import WORDS, Word
+from archer.envs.question_game import INITIAL_OBSERVATION
+from archer.envs.twenty_questions.questioners import Questioner, make_questioner, play_game
+from archer.envs.twenty_questions.words import WORDS, Word, word_list
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +149,7 @@ def load_twenty_questions_dataset(path: str | os.PathLike[str]) -> list[Conversa
         path,
         f"{path}: Twenty Questions dataset not found. It is the LMRL-Gym conversation list (JSON) used for SFT "
         "and offline RL (the reference's twenty_questions.json / 20q_train.json). Point the config at your copy, "
-        "or generate one with `python -m archer.data.twenty_questions_data --out "
+        "or generate one with `python -m archer.envs.twenty_questions.dataset --out "
         f"{path} --episodes 100000` (scripted questioners against the knowledge-base oracle).",
         "conversations",
         DatasetError,
@@ -203,7 +205,7 @@ def generate_twenty_questions_dataset(
         raise ValueError(f"max_turns must lie in [1, {MAX_LINES}], got {max_turns}")
     _check_skill_mix(skill_mix)
     if oracle is None:
-        from archer.envs.knowledge_oracle import KnowledgeBaseOracle
+        from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle
 
         oracle = KnowledgeBaseOracle()
     words = tuple(words) if words is not None else WORDS
@@ -234,6 +236,31 @@ def generate_twenty_questions_dataset(
             sum(c.episode_return for c in conversations) / len(conversations),
         )
     return conversations
+
+
+def offline_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False) -> list[Trajectory]:
+    """The offline dataset of a Twenty Questions run: ``cfg.data.path``, or scripted games generated and cached."""
+    from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle
+
+    env_cfg = cfg.env
+    assert isinstance(env_cfg, TwentyQuestionsEnvConfig)
+    path = Path(cfg.data.path).expanduser() if cfg.data.path else None
+    if path is None:
+        max_turns = min(env_cfg.max_turns, MAX_LINES)
+        episodes, seed = cfg.data.generate_episodes, cfg.data.generate_seed
+        path = cache_dir / "datasets" / f"twenty_questions-{env_cfg.words}-{episodes}-t{max_turns}-seed{seed}.json"
+        if not path.exists():
+            logger.info("generating %d Twenty Questions games into %s", episodes, path)
+            conversations = generate_twenty_questions_dataset(
+                num_episodes=episodes,
+                seed=seed,
+                oracle=KnowledgeBaseOracle(),
+                words=word_list(env_cfg.words),
+                max_turns=max_turns,
+                progress=progress,
+            )
+            save_twenty_questions_dataset(conversations, path)
+    return [conversation_to_trajectory(c) for c in load_twenty_questions_dataset(path)]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

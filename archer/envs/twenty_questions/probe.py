@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archer.data.rollout import ActFn, TurnFn, play_batch
-from archer.data.scripted_questioners import GreedyQuestioner, guess_phrasings
 from archer.data.trajectory import Trajectory
-from archer.envs.knowledge_oracle import parse_question
 from archer.envs.oracles import INVALID, NO, YES
-from archer.envs.twenty_questions import TwentyQuestionsEnv
-from archer.envs.twenty_questions_facts import PROPERTIES, PROPERTY_PHRASINGS
-from archer.envs.twenty_questions_words import Word
+from archer.envs.twenty_questions.env import TwentyQuestionsEnv
+from archer.envs.twenty_questions.facts import PROPERTIES, PROPERTY_PHRASINGS
+from archer.envs.twenty_questions.oracle import parse_question
+from archer.envs.twenty_questions.questioners import GreedyQuestioner, guess_phrasings
+from archer.envs.twenty_questions.words import Word
 
 _ANSWERS = (YES, NO, INVALID)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from archer.envs.city_facts import (
+from archer.envs.guess_my_city.facts import (
     AGE_TEXT,
     CITIES,
     CITY_BY_KEY,

@@ -23,11 +23,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import lru_cache
 
-from archer.data.scripted_questioners import PlayedGame
-from archer.envs.city_facts import CITIES, COUNTRIES, REGION_NAMES, TOPICS, City
-from archer.envs.city_oracle import answer_question
-from archer.envs.guess_my_city import CENSORED, GUESS_TEMPLATES, censor, guess_question, question_names_city
+from archer.envs.guess_my_city.env import CENSORED, GUESS_TEMPLATES, censor, guess_question, question_names_city
+from archer.envs.guess_my_city.facts import CITIES, COUNTRIES, REGION_NAMES, TOPICS, City
+from archer.envs.guess_my_city.oracle import answer_question
 from archer.envs.oracles import Oracle
+from archer.envs.question_game import PlayedGame
 
 History = Sequence[tuple[str, str]]
 

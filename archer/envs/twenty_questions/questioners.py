@@ -19,13 +19,13 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
-from archer.envs.knowledge_oracle import names_word, parse_question
 from archer.envs.oracles import NO, YES, Oracle
-from archer.envs.twenty_questions_facts import FACTS, PROPERTIES, PROPERTY_PHRASINGS, Phrasing
-from archer.envs.twenty_questions_words import WORDS, Word
+from archer.envs.question_game import PlayedGame
+from archer.envs.twenty_questions.facts import FACTS, PROPERTIES, PROPERTY_PHRASINGS, Phrasing
+from archer.envs.twenty_questions.oracle import names_word, parse_question
+from archer.envs.twenty_questions.words import WORDS, Word
 
 History = Sequence[tuple[str, str]]
 
@@ -246,31 +246,6 @@ def make_questioner(skill: float, words: Sequence[Word] = WORDS) -> Questioner:
         consistency=skill,
         words=words,
     )
-
-
-@dataclass
-class PlayedGame:
-    """One scripted game.
-
-    Attributes:
-        turns: the (question, answer) pairs, in order.
-        success: the last question named the secret and was answered "Yes.".
-    """
-
-    turns: list[tuple[str, str]]
-    success: bool
-
-    @property
-    def rewards(self) -> list[float]:
-        """-1 per turn, 0 on the winning turn (ARCHER_SPEC.md 3.1)."""
-        rewards = [-1.0] * len(self.turns)
-        if self.success:
-            rewards[-1] = 0.0
-        return rewards
-
-    @property
-    def episode_return(self) -> float:
-        return sum(self.rewards)
 
 
 SuccessFn = Callable[[str, str, Word], bool]

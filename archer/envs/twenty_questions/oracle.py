@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from archer.envs.oracles import INVALID, NO, YES, Oracle
-from archer.envs.twenty_questions_facts import (
+from archer.envs.twenty_questions.facts import (
     CONSTANT_PHRASINGS,
     FACTS,
     ORACLE_PHRASINGS,
@@ -36,7 +36,7 @@ from archer.envs.twenty_questions_facts import (
     PURPOSE_PHRASES,
     Phrasing,
 )
-from archer.envs.twenty_questions_words import WORDS, Word
+from archer.envs.twenty_questions.words import WORDS, Word
 
 BE, DO, YOU = "be", "do", "you"
 

@@ -20,7 +20,7 @@ Splitting an utterance into question and answer:
 
 Generate a file from scripted questioners and the built-in oracle with::
 
-    python -m archer.data.guess_my_city_data --out data/guess_my_city_generated.json --episodes 2000
+    python -m archer.envs.guess_my_city.dataset --out data/guess_my_city_generated.json --episodes 2000
 """
 
 from __future__ import annotations
@@ -32,16 +32,18 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from archer.data.city_questioners import CityQuestioner, make_city_questioner, play_city_game
+from archer.config import GuessMyCityEnvConfig, RunConfig
 from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_checked_records
 from archer.data.trajectory import Trajectory
-from archer.envs.city_facts import CITIES, City
+from archer.envs.guess_my_city.facts import CITIES, City
+from archer.envs.guess_my_city.questioners import CityQuestioner, make_city_questioner, play_city_game
 from archer.envs.oracles import Oracle
-from archer.envs.twenty_questions import INITIAL_OBSERVATION
+from archer.envs.question_game import INITIAL_OBSERVATION
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +208,7 @@ def generate_guess_my_city_dataset(
     if not skill_mix or sum(weight for _, weight in skill_mix) <= 0:
         raise ValueError("skill_mix needs at least one (skill, weight) pair with a positive weight")
     if oracle is None:
-        from archer.envs.city_oracle import CityKnowledgeOracle
+        from archer.envs.guess_my_city.oracle import CityKnowledgeOracle
 
         oracle = CityKnowledgeOracle()
     cities = tuple(cities)
@@ -232,6 +234,24 @@ def generate_guess_my_city_dataset(
             sum(c.episode_return for c in conversations) / len(conversations),
         )
     return conversations
+
+
+def offline_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False) -> list[Trajectory]:
+    """The offline dataset of a Guess My City run: ``cfg.data.path``, or scripted games generated once and cached."""
+    env_cfg = cfg.env
+    assert isinstance(env_cfg, GuessMyCityEnvConfig)
+    path = Path(cfg.data.path).expanduser() if cfg.data.path else None
+    if path is None:
+        max_turns = min(env_cfg.max_turns, MAX_TURNS)
+        episodes, seed = cfg.data.generate_episodes, cfg.data.generate_seed
+        path = cache_dir / "datasets" / f"guess_my_city-{env_cfg.match}-{episodes}-t{max_turns}-seed{seed}.json"
+        if not path.exists():
+            logger.info("generating %d Guess My City games into %s", episodes, path)
+            games = generate_guess_my_city_dataset(
+                num_episodes=episodes, seed=seed, max_turns=max_turns, match=env_cfg.match, progress=progress
+            )
+            save_guess_my_city_dataset(games, path)
+    return [conversation_to_trajectory(c) for c in load_guess_my_city_dataset(path)]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from archer.envs.grid_games import DIRECTIONS, OFFSETS
+from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS
 
 Cell = tuple[int, int]
 

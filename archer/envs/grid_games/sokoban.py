@@ -13,8 +13,8 @@ Grid symbols are RAGEN's: ``#`` wall, ``_`` floor, ``O`` target, ``X`` box, ``âˆ
 from __future__ import annotations
 
 from archer.config import EnvConfig, SokobanEnvConfig
-from archer.envs.grid_games import GridGameEnv, MoveOutcome
-from archer.envs.sokoban_rooms import SokobanRoom, generate_room, solve
+from archer.envs.grid_games.grid import GridGameEnv, MoveOutcome
+from archer.envs.grid_games.sokoban_rooms import SokobanRoom, generate_room, solve
 
 STEP_REWARD = -0.1
 BOX_ON_TARGET_REWARD = 1.0

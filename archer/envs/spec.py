@@ -1,0 +1,46 @@
+"""``GameSpec``: everything the rest of the project needs to know about one game, exported by its package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archer.config import EnvConfig, RunConfig
+from archer.envs.base import BatchedTextEnv
+from archer.envs.oracles import Oracle
+
+if TYPE_CHECKING:
+    from archer.data.trajectory import Trajectory
+
+EnvBuilder = Callable[[EnvConfig, int | None, Oracle | None], BatchedTextEnv]
+"""Builds the environment from its config, a seed and an oracle to share (None: the builder makes its own)."""
+
+OracleBuilder = Callable[[EnvConfig], Oracle]
+
+OfflineLoader = Callable[[RunConfig, Path, bool], "list[Trajectory]"]
+"""The offline dataset as trajectories, given the run config, the cache folder and whether to show progress."""
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """One game, as registered in ``archer.envs.registry.GAMES``.
+
+    The builders import their game's modules when called, so optional extras (Jericho, gymnasium) are only needed
+    by runs that play that game.
+
+    Attributes:
+        name: the ``env.name`` that selects the game.
+        config: the game's ``EnvConfig`` subclass (the schema of ``scripts/config/env/<name>.yaml``).
+        build_env: builds the batched environment.
+        build_oracle: builds the oracle, shared by the training and evaluation environments; None if the game has
+            no oracle.
+        load_offline: loads or generates the offline dataset; None if the game has none.
+    """
+
+    name: str
+    config: type[EnvConfig]
+    build_env: EnvBuilder
+    build_oracle: OracleBuilder | None = None
+    load_offline: OfflineLoader | None = None
