@@ -10,6 +10,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["archer", "archer.*"]),
+    # Each game's knowledge tables (archer/envs/<game>/*.json), read with importlib.resources.
+    package_data={"archer.envs": ["*/*.json"]},
     install_requires=[
         # 2.13.0 is the CPU build this project is developed on; a looser pin may pull a multi-GB CUDA build.
         "torch>=2.4",

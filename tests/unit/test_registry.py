@@ -8,7 +8,7 @@ from typing import cast
 
 import pytest
 
-from archer.config import EnvConfig, RunConfig
+from archer.config import EnvConfig, RunConfig, register_configs
 from archer.data.offline import load_offline_trajectories
 from archer.envs.registry import GAMES, make_env, make_oracle
 
@@ -35,3 +35,13 @@ def test_an_unknown_game_is_refused_with_the_known_names(tmp_path: Path) -> None
     cfg = cast(RunConfig, SimpleNamespace(env=EnvConfig(name="chess")))
     with pytest.raises(ValueError, match="'chess' has no offline dataset; environments with one: twenty_questions"):
         load_offline_trajectories(cfg, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(GAMES))
+def test_every_game_config_is_stored_for_its_yaml_file(name: str) -> None:
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    register_configs()
+    stored = ConfigStore.instance().repo["env"][f"base_{name}.yaml"].node
+    assert OmegaConf.get_type(stored) is GAMES[name].config
