@@ -66,7 +66,7 @@ def play_scripted(
     return trajectories
 
 
-Generator = Callable[[Any, int, list[float], int, bool], list[Trajectory]]
+DatasetGenerator = Callable[[Any, int, list[float], int, bool], list[Trajectory]]
 """Plays a dataset: (environment, episodes, noise levels to draw from, seed, show progress) -> trajectories."""
 
 
@@ -84,7 +84,7 @@ def cached_scripted_trajectories(
     env: BatchedTextEnv,
     settings: dict[str, Any],
     levels: list[float],
-    generate: Generator,
+    generate: DatasetGenerator,
     progress: bool = False,
 ) -> list[Trajectory]:
     """The offline dataset of a scripted-player game: ``data.path``, or generated once with ``generate`` and cached.

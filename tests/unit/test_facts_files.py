@@ -14,7 +14,12 @@ from archer.envs.twenty_questions.words import WORDS
 
 
 @pytest.mark.parametrize(
-    "package, filename", [("archer.envs.guess_my_city", "cities.json"), ("archer.envs.twenty_questions", "facts.json")]
+    "package, filename",
+    [
+        ("archer.envs.guess_my_city", "cities.json"),
+        ("archer.envs.twenty_questions", "facts.json"),
+        ("archer.envs.twenty_questions", "words.json"),
+    ],
 )
 def test_the_facts_files_ship_with_their_packages(package: str, filename: str) -> None:
     assert importlib.resources.files(package).joinpath(filename).is_file()
