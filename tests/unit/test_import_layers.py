@@ -5,7 +5,7 @@ Layers, lowest first:
 0. shared helpers: ``errors``, ``utils``;
 1. ``config``, ``tracking``;
 2. ``envs``' game-independent parts: the environment contract and checker, the oracle protocol, the question-game
-   base, the seq2seq oracle;
+   base, the seq2seq oracle, the reader of the games' facts files;
 3. the game-independent data a game produces: trajectories, their file formats, rollout and scripted play
    (``data.trajectory``, ``data.trajectory_file``, ``data.json_records``, ``data.rollout``, ``data.scripted_play``);
 4. the games: one package per game under ``envs/`` (each ranked here without being listed), their ``GameSpec``
