@@ -1,7 +1,8 @@
 """The import graph of ``archer/``: no circles, and imports point down the layers DESIGN.md names.
 
 Layers, lowest first: shared helpers (``errors``, ``utils``); ``envs``, ``config``, ``tracking``; ``models``,
-``data``, ``distributed``; ``algorithms``, ``evaluation``, ``checkpointing``, ``critic_probe``; ``trainer``; ``cli``.
+``data``, ``distributed``; ``algorithms``, ``evaluation``, ``checkpointing``, ``critic_probe``, ``pretraining``;
+``trainer``; ``cli``.
 A module may import its own layer's modules and lower layers' modules, never a higher layer's; algorithms also know
 nothing of environments. Imports inside functions and under ``TYPE_CHECKING`` count: a lazy import hides a circle,
 it does not remove it.
@@ -28,6 +29,7 @@ RANKS = {
     "evaluation": 3,
     "checkpointing": 3,
     "critic_probe": 3,
+    "pretraining": 3,
     "trainer": 4,
     "cli": 5,
 }
