@@ -110,5 +110,5 @@ def test_load_networks_loads_each_named_network_and_names_a_misfit(
 def test_the_trainer_reaches_no_network_by_attribute() -> None:
     # What the trainer knows of an algorithm's networks comes from networks() and exports() alone.
     text = (Path(importlib.import_module("archer.trainer").__file__)).read_text(encoding="utf-8")
-    for reach in ("text_encoder", ".critic", 'target_critic"', '"critic"'):
+    for reach in ("text_encoder", "algorithm.critic", "algorithm.target_critic", '"critic"', '"target_critic"'):
         assert reach not in text, reach
