@@ -57,7 +57,7 @@ from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import Placement, make_accelerator
 from archer.envs import make_env, make_oracle
-from archer.evaluation import EvalGames, EvalResult, evaluate, format_metrics, play
+from archer.evaluation import EvalGames, EvalResult, evaluate, format_metrics, play, play_seeded
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, save_policy
 from archer.models.policy import LanguagePolicy
@@ -260,6 +260,19 @@ class Trainer:
             self.eval_env,
             self._greedy_act,
             self.eval_games.greedy,
+            self.placement,
+            self.policy.model,
+            self.progress,
+        )
+
+    def evaluate_sampled(self) -> EvalResult:
+        """Sampled play of the fixed sampled-evaluation games (``eval.sampled_episodes``), split over processes,
+        seeded from ``eval.seed`` and leaving training's random streams as they were (``evaluation.play_seeded``)."""
+        return play_seeded(
+            self.eval_env,
+            self.algorithm.rollout_actor(greedy=False),
+            self.eval_games.sampled,
+            self.eval_games.seed,
             self.placement,
             self.policy.model,
             self.progress,
