@@ -21,11 +21,21 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
+from archer.distributed import Placement
 from archer.errors import ArcherError
 
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 1
+# Settings that change neither a checkpoint nor a cached pretrained policy, so the fingerprints ignore them. How
+# rollouts encode prompts (archer.models.incremental) and whether samples at replay states share their prefixes'
+# keys and values (archer.models.prefix_generation): no effect on the numbers. Whether the scoring passes are
+# compiled: the same numbers, so that does not matter either.
+SPEED_ONLY_KEYS = (
+    "model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile",
+    "model.policy.share_prefixes",
+)  # fmt: skip
 
 
 class CheckpointError(ArcherError, RuntimeError):
@@ -237,3 +247,20 @@ def load_checkpoint(
             "choose another run_dir."
         )
     return state
+
+
+def load_networks(networks: dict[str, nn.Module], state: dict[str, Any], placement: Placement, source: str) -> None:
+    """Load each network of ``networks`` from the weights ``state`` holds under its name (an algorithm state, whose
+    keys ``Algorithm.networks`` names), split like the live weights when the policy is sharded.
+
+    Raises:
+        CheckpointError: a network whose weights do not fit; the message starts with ``source``.
+    """
+    for name, network in networks.items():
+        try:
+            network.load_state_dict(placement.split_like(state[name], network.state_dict))
+        except RuntimeError as error:
+            raise CheckpointError(
+                f"{source}: its {name} does not fit this run's model config ({error}); use the same model settings "
+                "as that run"
+            ) from error

@@ -57,7 +57,8 @@ def compose_run_config(config_dir: str | Path, config_name: str, overrides: Sequ
 
 def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:
     """Validate ``cfg``, print it, and train in ``run_dir`` (or the config's ``run_dir``)."""
-    from archer.trainer import evaluate_saved_policy, train
+    from archer.evaluation import evaluate_saved_policy
+    from archer.trainer import train
 
     run_cfg = to_run_config(cfg)
     folder = Path(run_cfg.run_dir or run_dir or ".")

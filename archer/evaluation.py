@@ -1,17 +1,38 @@
 """Evaluation on fixed, seeded sets of games, so curves are comparable across iterations and runs: greedy play, and
-optionally sampled play (``eval.sampled_episodes``) with its own seeded random draws."""
+optionally sampled play (``eval.sampled_episodes``) with its own seeded random draws.
+
+``evaluate`` is the one evaluation path: the trainer calls it every ``eval.every_iters`` iterations, and
+``evaluate_saved_policy`` (the ``mode: evaluate`` configs) calls it on a saved policy.
+"""
 
 from __future__ import annotations
 
+import logging
 import random
 import statistics
+import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from archer.config import EvalConfig
-from archer.data.rollout import ActFn, collect_trajectories
+import torch
+import transformers
+from torch import nn
+
+from archer.checkpointing import rng_state, set_rng_state
+from archer.config import EvalConfig, RunConfig
+from archer.data.rollout import ActFn, BatchActor, collect_trajectories
 from archer.data.trajectory import Trajectory
+from archer.distributed import Placement
 from archer.envs.base import BatchedTextEnv
+from archer.envs.registry import make_env, make_oracle
+from archer.models.loading import load_policy_model
+from archer.models.policy import LanguagePolicy
+from archer.utils import atomic_write_json, process_seed, resolve_cache_dir, seed_everything
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,7 +105,168 @@ def sampled_evaluation_game_ids(cfg: EvalConfig, pool: Sequence[int]) -> list[in
     return [order[i % len(order)] for i in range(cfg.sampled_episodes)]
 
 
-def evaluate(env: BatchedTextEnv, act: ActFn, game_ids: list[int], progress: bool = False) -> EvalResult:
-    """Play ``game_ids`` with ``act`` (which should decode greedily) and summarise."""
-    trajectories = collect_trajectories(env, act, game_ids=game_ids, progress=progress, description="eval")
-    return EvalResult.from_trajectories(trajectories)
+@dataclass(frozen=True)
+class EvalGames:
+    """The fixed games every evaluation of a run plays.
+
+    Attributes:
+        greedy: the greedy evaluation's games (``evaluation_game_ids``).
+        sampled: the sampled evaluation's games (``sampled_evaluation_game_ids``; empty: no sampled evaluation).
+        seed: ``eval.seed``, from which the sampled play's random draws are seeded.
+    """
+
+    greedy: list[int]
+    sampled: list[int]
+    seed: int
+
+    @classmethod
+    def from_config(cls, cfg: EvalConfig, pool: Sequence[int]) -> EvalGames:
+        return cls(evaluation_game_ids(cfg, pool), sampled_evaluation_game_ids(cfg, pool), cfg.seed)
+
+
+@dataclass
+class Evaluation:
+    """The results of one evaluation: greedy play, sampled play (``None`` without sampled games), and their times."""
+
+    greedy: EvalResult
+    sampled: EvalResult | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def metrics(self, times: bool = False) -> dict[str, float]:
+        """``eval/...`` and ``eval/sampled_...`` metrics, each followed by its ``time/...`` when ``times``."""
+        metrics = self.greedy.metrics()
+        if times:
+            metrics["time/eval_s"] = self.seconds["eval"]
+        if self.sampled is not None:
+            metrics.update(self.sampled.metrics(kind="sampled_"))
+            if times:
+                metrics["time/sampled_eval_s"] = self.seconds["sampled_eval"]
+        return metrics
+
+
+def play(
+    env: BatchedTextEnv,
+    act: ActFn | BatchActor,
+    game_ids: list[int],
+    placement: Placement | None = None,
+    model: nn.Module | None = None,
+    progress: bool = False,
+    description: str = "eval",
+) -> EvalResult:
+    """Play ``game_ids`` with ``act``, split over the processes of ``placement``, and summarise them in order.
+
+    A sharded policy ``model`` is gathered once for the whole play: processes' games end after different turns.
+    """
+    placement = placement if placement is not None else Placement()
+    with placement.gathered(model) if model is not None else nullcontext():
+        local = collect_trajectories(
+            env, act, game_ids=placement.shard(game_ids), progress=progress, description=description
+        )
+    return EvalResult.from_trajectories(placement.unshard(local, len(game_ids)))
+
+
+def play_seeded(
+    env: BatchedTextEnv,
+    act: ActFn | BatchActor,
+    game_ids: list[int],
+    seed: int,
+    placement: Placement | None = None,
+    model: nn.Module | None = None,
+    progress: bool = False,
+) -> EvalResult:
+    """``play`` with Python's, numpy's and torch's generators and ``env``'s seeded from ``seed`` (per process) for the
+    play and restored afterwards: every call draws the same random numbers, and the caller's random streams go on
+    exactly as if the games had not been played."""
+    placement = placement if placement is not None else Placement()
+    seed = process_seed(seed, placement.process_index)
+    saved, saved_env = rng_state(), env.get_rng_state()
+    seed_everything(seed)
+    env.seed(seed)
+    try:
+        return play(env, act, game_ids, placement, model, progress, description="sampled eval")
+    finally:
+        set_rng_state(saved)
+        env.set_rng_state(saved_env)
+
+
+def evaluate(
+    env: BatchedTextEnv,
+    games: EvalGames,
+    greedy_act: ActFn | BatchActor,
+    sampled_act: ActFn | BatchActor | None = None,
+    placement: Placement | None = None,
+    model: nn.Module | None = None,
+    progress: bool = False,
+) -> Evaluation:
+    """Greedy play of ``games.greedy`` with ``greedy_act``, then, with sampled games, sampled play of
+    ``games.sampled`` with ``sampled_act`` (seeded from ``games.seed``, ``play_seeded``); the games are never stored.
+
+    Args:
+        env: the evaluation environment (not the training one).
+        games: the run's fixed evaluation games.
+        greedy_act: decodes greedily.
+        sampled_act: samples as training rollouts do; needed when ``games.sampled`` is not empty.
+        placement: splits the games over processes (``None``: one process).
+        model: the policy's network, gathered whole for the play when it is sharded.
+        progress: show progress bars.
+    """
+    start = time.perf_counter()
+    greedy = play(env, greedy_act, games.greedy, placement, model, progress)
+    evaluation = Evaluation(greedy, seconds={"eval": time.perf_counter() - start})
+    if games.sampled:
+        if sampled_act is None:
+            raise ValueError("evaluate: sampled evaluation games need sampled_act")
+        start = time.perf_counter()
+        evaluation.sampled = play_seeded(env, sampled_act, games.sampled, games.seed, placement, model, progress)
+        evaluation.seconds["sampled_eval"] = time.perf_counter() - start
+    return evaluation
+
+
+def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
+    """Play the evaluation games greedily with ``cfg.model.policy`` and write ``eval_results.json``.
+
+    With ``eval.sampled_episodes`` the policy also plays the sampled-evaluation games by sampling, seeded as a
+    training run's sampled evaluation is (process 0). The results hold the summary metrics, every game's return and
+    success, and the full transcripts of the first games, so a saved policy can be inspected without the project's
+    training code.
+    """
+    run_dir = Path(run_dir).expanduser().resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.torch_threads is not None:
+        torch.set_num_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    transformers.utils.logging.disable_progress_bar()
+    placement = Placement()
+    env = make_env(cfg.env, seed=cfg.eval.seed, oracle=make_oracle(cfg.env))
+    model, tokenizer = load_policy_model(cfg.model.policy, str(resolve_cache_dir(cfg.cache_dir)), env.corpus)
+    policy = LanguagePolicy(model.to(placement.device), tokenizer, cfg.model.policy)
+    games = EvalGames.from_config(cfg.eval, env.evaluation_pool())
+    evaluation = evaluate(
+        env,
+        games,
+        greedy_act=lambda observations: policy.generate(observations, greedy=True).texts,
+        sampled_act=lambda observations: policy.generate(observations, greedy=False).texts,
+        placement=placement,
+        progress=cfg.logging.progress_bars,
+    )
+    metrics = evaluation.metrics()
+    result = evaluation.greedy
+    results: dict[str, Any] = {
+        "policy": cfg.model.policy.name_or_path,
+        "env": cfg.env.name,
+        "game_ids": games.greedy,
+        "returns": result.returns,
+        "successes": result.successes,
+        "sample_games": result.sample_games,
+    }
+    if evaluation.sampled is not None:
+        results |= {"sampled_game_ids": games.sampled, "sampled_returns": evaluation.sampled.returns}
+        results["sampled_successes"] = evaluation.sampled.successes
+    atomic_write_json(run_dir / "eval_results.json", {**results, "metrics": metrics})
+    log.info("evaluation of %s | %s", cfg.model.policy.name_or_path, format_metrics(metrics))
+    return metrics
+
+
+def format_metrics(metrics: dict[str, float]) -> str:
+    """``key=value`` pairs on one line, four significant digits."""
+    return " ".join(f"{key}={value:.4g}" for key, value in metrics.items())

@@ -125,11 +125,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.states < args.samples_per_state or args.samples_per_state < 1:
         parser.error("--states must be at least --samples-per-state, which must be positive")
-    from archer.trainer import Trainer
+    from archer.trainer import build_trainer
 
     with tempfile.TemporaryDirectory(prefix="benchmark_generation_") as scratch:
         overrides = [*overrides, f"run_dir={Path(scratch) / 'run'}", "resume=false", f"torch_threads={args.threads}"]
-        trainer = Trainer(compose_run_config(CONFIG_DIR, args.config_name, overrides))
+        trainer = build_trainer(compose_run_config(CONFIG_DIR, args.config_name, overrides))
         torch.manual_seed(args.seed)
         games = collect_trajectories(trainer.env, trainer.algorithm.rollout_actor(greedy=False), args.games)
         states = replay_states(games, args.states, args.samples_per_state, np.random.default_rng(args.seed))

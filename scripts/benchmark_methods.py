@@ -285,13 +285,13 @@ def plan(args: argparse.Namespace) -> list[RunSpec]:
 def build_start_policy(spec: RunSpec, out: Path) -> tuple[float, float]:
     """Build (or find in the cache) the online runs' shared starting policy; returns its wall and CPU seconds.
 
-    Constructing a ``Trainer`` runs its ``pretrain`` once and caches it, exactly as the runs themselves would;
-    doing it here, alone, means parallel runs never race to build it.
+    Building a trainer (``build_trainer``) runs its ``pretrain`` once and caches it, exactly as the runs themselves
+    would; doing it here, alone, means parallel runs never race to build it.
     """
-    from archer.trainer import Trainer
+    from archer.trainer import build_trainer
 
     start, cpu = time.perf_counter(), time.process_time()
-    Trainer(spec.config, out / "start_policy_probe")
+    build_trainer(spec.config, out / "start_policy_probe")
     return time.perf_counter() - start, time.process_time() - cpu
 
 

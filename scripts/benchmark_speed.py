@@ -8,10 +8,10 @@ Usage (from ``scripts/``; any Hydra override of the run config goes after the op
     python benchmark_speed.py --replay-buffer --no-training      # the replay buffer's memory only
 
 The run config is composed with Hydra's compose API from ``scripts/config`` exactly as ``run.py`` composes it
-(``--config-name`` picks the top-level file, positional ``key=value`` arguments are Hydra overrides), then a
-``Trainer`` is built in a temporary run folder (``--run-dir`` keeps it) and its phases are timed directly, in the
-order of ``Trainer.fit``: rollout (``Trainer.collect``), the advantage check (``check_new_games``, when
-``log_advantage_check`` is on), critic and actor (the algorithm's ``critic_phase`` and ``actor_phase``; algorithms
+(``--config-name`` picks the top-level file, positional ``key=value`` arguments are Hydra overrides), then
+``build_trainer`` builds a ``Trainer`` in a temporary run folder (``--run-dir`` keeps it) and its phases are timed
+directly, in the order of ``Trainer.fit``: rollout (``Trainer.collect``), the advantage check (``check_new_games``,
+when ``log_advantage_check`` is on), critic and actor (the algorithm's ``critic_phase`` and ``actor_phase``; algorithms
 without them are timed as one ``update`` phase), evaluation (``Trainer.evaluate``) and
 checkpoint (``Trainer.save``). One warm-up iteration runs first and is not counted. The actor phase is timed in
 every iteration, also during the algorithm's critic-only warm-up, and evaluation and checkpoint every iteration,
@@ -284,9 +284,9 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
     Returns:
         The figures, as written to the JSON file.
     """
-    from archer.trainer import Trainer  # after logging is configured, and not needed by --no-training
+    from archer.trainer import build_trainer  # after logging is configured, and not needed by --no-training
 
-    trainer, setup_s = timed(lambda: Trainer(cfg, run_dir))
+    trainer, setup_s = timed(lambda: build_trainer(cfg, run_dir))
     algorithm = trainer.algorithm
     algo_cfg = cfg.algorithm
     played: list[Trajectory] = []

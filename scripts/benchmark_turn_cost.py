@@ -36,7 +36,7 @@ from archer.config import register_configs
 from archer.data.rollout import collect_trajectories
 from archer.envs.registry import make_env, make_oracle
 from archer.models.incremental import IncrementalActor
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 MODES = ("full", "reuse", "append")
@@ -95,7 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         # The trainer builds (or loads from the cache) exactly the policy a run would use; the environment's batch
         # size and turn limit are changed afterwards, as they are part of the cached pretrained policy's key.
-        policy = Trainer(cfg, Path(run_dir)).policy
+        policy = build_trainer(cfg, Path(run_dir)).policy
     env_cfg = dataclasses.replace(cfg.env, batch_size=args.games, max_turns=args.max_turns)
     env = make_env(env_cfg, seed=args.seed, oracle=make_oracle(env_cfg))
     actors = {

@@ -98,12 +98,12 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
-    from archer.trainer import Trainer
+    from archer.trainer import build_trainer
 
     algo = cfg.algorithm
     if not (getattr(algo, "online", False) and hasattr(algo, "actor_steps_per_iter")):
         parser.error(f"--config-name {args.config_name}: needs an online algorithm with an actor schedule (archer_*)")
-    trainer = Trainer(cfg)
+    trainer = build_trainer(cfg)
     records = train_actor_on_returns(trainer, args.iterations, args.eval_every)
     if args.json is not None:
         args.json.write_text(json.dumps(records, indent=1))

@@ -115,11 +115,11 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
     if not 0 < args.holdout < args.games:
         parser.error(f"--holdout must be between 1 and --games - 1 ({args.games - 1}), got {args.holdout}")
     cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
-    from archer.trainer import Trainer
+    from archer.trainer import build_trainer
 
     if not isinstance(cfg.algorithm, ArcherConfig):
         parser.error(f"--config-name {args.config_name}: needs an online utterance-level critic (archer_*, chai_*)")
-    trainer = Trainer(cfg)
+    trainer = build_trainer(cfg)
     games = collect_trajectories(trainer.env, trainer.algorithm.rollout_actor(greedy=False), args.games)
     records = fit_critic_on_returns(trainer, games, args.holdout, args.steps, args.eval_every)
     if args.json is not None:

@@ -48,7 +48,7 @@ from archer.envs.twenty_questions.probe import (
     probe_states,
     probe_states_from_games,
 )
-from archer.trainer import Trainer
+from archer.trainer import Trainer, build_trainer
 
 log = logging.getLogger("probe_critic")
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
@@ -95,12 +95,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
 
     with tempfile.TemporaryDirectory() as folder:
         if args.untrained:
-            trainer = Trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
+            trainer = build_trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
         else:
             run_dir = Path(cfg.run_dir).expanduser().resolve()
             if not (run_dir / CHECKPOINT_FILE).exists():
                 parser.error(f"no {CHECKPOINT_FILE} in {run_dir}: run the config first (or pass --untrained)")
-            trainer = Trainer(replace(cfg, resume=True), run_dir)
+            trainer = build_trainer(replace(cfg, resume=True), run_dir)
         if args.states_from == "script":
             states = probe_states(env, args.states, args.seed)
         else:

@@ -280,6 +280,12 @@ class ArcherAlgorithm(Algorithm):
             metrics.update(self.actor_phase(buffer, iteration, rng))
         return metrics
 
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {**super().networks(), **self.learner.networks()}
+
+    def exports(self) -> dict[str, tuple[torch.nn.Module, Any]]:
+        return {**super().exports(), **self.learner.exports()}
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "policy": self.policy.model.state_dict(),

@@ -103,6 +103,9 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
             **summary_stats("value/baseline", torch.cat(values_seen)),
         }
 
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {**super().networks(), "value_model": self.value_model}
+
     def state_dict(self) -> dict[str, Any]:
         return {
             **super().state_dict(),

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch
+from torch import nn
+from transformers import PreTrainedTokenizerBase
 
 from archer.algorithms.accumulation import Backend
 from archer.config import AlgorithmConfig
@@ -19,6 +21,10 @@ from archer.models.incremental import IncrementalActor
 from archer.models.policy import LanguagePolicy
 
 T = TypeVar("T")
+
+#: The folders a run writes its networks to as plain Hugging Face models (``Algorithm.exports``).
+POLICY_EXPORT = "policy"
+CRITIC_ENCODER_EXPORT = "critic_encoder"
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -53,6 +59,10 @@ class Algorithm(ABC):
     online: bool = False
     #: Whether an overridden ``act`` still samples one ``policy.generate`` action per observation (``rollout_actor``).
     samples_policy: bool = False
+    #: The networks (``networks`` keys) an earlier run hands on to this one (``init_from``) when both have them: the
+    #: policy, and the utterance critic with its target. Networks derived from the starting policy (a frozen
+    #: reference copy, a token value model) start as they would without ``init_from``.
+    init_from_networks: tuple[str, ...] = ("policy", "critic", "target_critic")
 
     def __init__(self, cfg: AlgorithmConfig, policy: LanguagePolicy, accelerator: Backend) -> None:
         self.cfg = cfg
@@ -70,6 +80,15 @@ class Algorithm(ABC):
         if self.policy.cfg.reuse_kv_cache and (type(self).act is Algorithm.act or self.samples_policy):
             return IncrementalActor(self.policy, greedy)
         return lambda observations: self.act(observations, greedy=greedy)
+
+    def networks(self) -> dict[str, nn.Module]:
+        """Every network whose weights ``state_dict`` holds, by the key it holds them under."""
+        return {"policy": self.policy.model}
+
+    def exports(self) -> dict[str, tuple[nn.Module, PreTrainedTokenizerBase]]:
+        """What a run writes as plain Hugging Face folders, by folder name: ``(model, tokenizer)``; the policy, and
+        an utterance critic's text encoder."""
+        return {POLICY_EXPORT: (self.policy.model, self.policy.tokenizer)}
 
     def observe(self, trajectories: list[Trajectory], iteration: int) -> None:  # noqa: B027 - optional hook
         """Called with each iteration's new games after they enter the buffer (filtered BC keeps its own window)."""

@@ -20,9 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
+from transformers import PreTrainedTokenizerBase
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import check_finite, mean_metrics
+from archer.algorithms.base import CRITIC_ENCODER_EXPORT, check_finite, mean_metrics
 from archer.algorithms.losses import mixed_monte_carlo_targets, td_q_targets, utterance_advantage
 from archer.data.trajectory import TransitionBatch
 from archer.models.critic import DoubleCritic, make_target_critic, soft_update
@@ -182,6 +184,14 @@ class CriticLearner:
         finally:
             self.critic.train(was_training)
         return torch.cat(parts) if parts else torch.zeros(0, device=self.accelerator.device)
+
+    def networks(self) -> dict[str, nn.Module]:
+        """The online and target critic, by their ``state_dict`` keys."""
+        return {"critic": self.critic, "target_critic": self.target_critic}
+
+    def exports(self) -> dict[str, tuple[nn.Module, PreTrainedTokenizerBase]]:
+        """The critic's Hugging Face text encoder and its tokenizer, as a run exports them."""
+        return {CRITIC_ENCODER_EXPORT: self.critic.hf_encoder()}
 
     def state_dict(self) -> dict[str, Any]:
         """Online and target critic weights and the critic optimiser (keys as in online ArCHer's checkpoint)."""

@@ -90,6 +90,12 @@ class IQLReinforceAlgorithm(OfflineCriticAlgorithm):
             metrics["actor/kl_to_reference"] = torch.cat(kl_parts).mean().item()
         return metrics
 
+    def networks(self) -> dict[str, torch.nn.Module]:
+        networks = super().networks()
+        if self.reference is not None:
+            networks["reference_policy"] = self.reference.model
+        return networks
+
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         if self.reference is not None:

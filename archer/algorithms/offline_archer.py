@@ -157,6 +157,12 @@ class OfflineCriticAlgorithm(Algorithm):
             steps.set_postfix(critic=f"{metrics['critic/loss']:.3f}")
         return mean_metrics(records)
 
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {**super().networks(), **self.learner.networks()}
+
+    def exports(self) -> dict[str, tuple[torch.nn.Module, Any]]:
+        return {**super().exports(), **self.learner.exports()}
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "policy": self.policy.model.state_dict(),

@@ -306,6 +306,9 @@ class PPOAlgorithm(Algorithm):
             metrics["value/explained_variance"] = explained.item()
         return metrics
 
+    def networks(self) -> dict[str, torch.nn.Module]:
+        return {**super().networks(), "reference_policy": self.reference.model, "value_model": self.value_model}
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "policy": self.policy.model.state_dict(),

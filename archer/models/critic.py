@@ -182,6 +182,10 @@ class DoubleCritic(nn.Module):
         """The wrapper of the Hugging Face encoder (the line encoder when the history is read turn by turn)."""
         return getattr(self.encoder, "line_encoder", self.encoder)
 
+    def hf_encoder(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+        """The Hugging Face encoder under the heads (and any turn reader) and its tokenizer."""
+        return self.text_encoder.encoder, self.text_encoder.tokenizer
+
     def embed(self, texts: list[str]) -> torch.Tensor:
         """Encode B texts into (B, H)."""
         return self.encoder(texts)

@@ -20,7 +20,7 @@ from archer.envs.twenty_questions.words import SUBSET_WORDS
 from archer.models.loading import load_policy_model
 from archer.models.policy import LanguagePolicy
 from archer.models.templates import TWENTY_QUESTIONS_INSTRUCTION, get_action_parser, get_template, json_question
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
 pytestmark = pytest.mark.integration
@@ -70,7 +70,7 @@ def test_archer_city_two_iterations(tmp_path: Path) -> None:
     cfg = compose_run("archer_city", overrides)
     assert cfg.env.name == "guess_my_city" and cfg.algorithm.gamma == 0.95
     assert compose_run("archer_city").algorithm.warmup_iters == 10
-    trainer = Trainer(cfg, tmp_path / "run")
+    trainer = build_trainer(cfg, tmp_path / "run")
     critic = snapshot(trainer.algorithm.critic)
     policy = snapshot(trainer.policy.model)
     trainer.fit()
@@ -95,7 +95,7 @@ def test_bc_city_on_the_reference_dataset(tmp_path: Path) -> None:
     overrides += ["algorithm.num_iterations=1", "algorithm.steps_per_iter=2", "algorithm.batch_size=8"]
     # The reference's longest question is 216 tokens with the tiny tokenizer: prompt + action must fit 512 positions.
     overrides += ["algorithm.actor_micro_batch_size=4", "env.match=word", "model.policy.max_prompt_tokens=256"]
-    trainer = Trainer(compose_run("bc_city", overrides), tmp_path / "run")
+    trainer = build_trainer(compose_run("bc_city", overrides), tmp_path / "run")
     assert len(trainer.buffer) == 17_606  # every utterance of the 950 games is one transition
     trainer.fit()
     assert "actor/bc_loss" in read_records(tmp_path / "run")[-1]
@@ -271,7 +271,7 @@ def test_archer_llm_20q_two_iterations_with_a_tiny_chat_model(chat_model: Path, 
         "algorithm.actor_batch_size=4",
         "algorithm.actor_micro_batch_size=2",
     ]
-    trainer = Trainer(compose_run("archer_llm_20q", overrides), tmp_path / "run")
+    trainer = build_trainer(compose_run("archer_llm_20q", overrides), tmp_path / "run")
     model = trainer.policy.model
     assert hasattr(model, "peft_config")  # LoRA adapters around the tiny Llama
     adapters = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}

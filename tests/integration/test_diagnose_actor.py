@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from archer.data.trajectory import Trajectory
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_script
 
 pytestmark = pytest.mark.integration
@@ -61,7 +61,7 @@ def test_a_tiny_run_trains_the_policy_and_evaluates(
         return [(obs, action, 1.0 if i % 2 else -1.0) for i, (obs, action) in enumerate(moves)]
 
     monkeypatch.setattr(diagnose, "observed_advantages", alternating)
-    trainer = Trainer(compose_run("archer_20q", [*overrides, f"run_dir={tmp_path / 'run2'}"]))
+    trainer = build_trainer(compose_run("archer_20q", [*overrides, f"run_dir={tmp_path / 'run2'}"]))
     policy_before = {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters()}
     critic_before = {n: p.detach().clone() for n, p in trainer.algorithm.critic.named_parameters()}
     diagnose.train_actor_on_returns(trainer, iterations=1, eval_every=1)

@@ -11,7 +11,7 @@ import torch
 
 from archer.data.trajectory import Trajectory
 from archer.models.critic import CriticOutput
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_script
 
 pytestmark = pytest.mark.integration
@@ -54,7 +54,7 @@ def test_a_tiny_run_fits_the_critic_and_scores_the_held_out_games(diagnose: Modu
     assert json.loads(out.read_text()) == records
 
     # Every trained critic parameter moves (archer_20q's critic encoder is frozen); the policy is never touched.
-    trainer = Trainer(compose_run("archer_20q", [*overrides, f"run_dir={tmp_path / 'run2'}"]))
+    trainer = build_trainer(compose_run("archer_20q", [*overrides, f"run_dir={tmp_path / 'run2'}"]))
     games = diagnose.collect_trajectories(trainer.env, trainer.algorithm.rollout_actor(greedy=False), 4)
     policy_before = {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters()}
     critic_before = {n: p.detach().clone() for n, p in trainer.algorithm.critic.named_parameters()}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 from tests.integration.test_training import ARCHER_TINY
 
@@ -51,7 +51,7 @@ def test_archer_two_iterations_train_every_network(name: str, extra: list[str], 
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={tmp_path / 'cache'}", "algorithm.num_iterations=2", *extra]
     cfg = compose_run(name, [*overrides, *ARCHER_TINY])
     assert cfg.algorithm.gamma == gamma and cfg.pretrain is not None
-    trainer = Trainer(cfg, tmp_path / "run")
+    trainer = build_trainer(cfg, tmp_path / "run")
     algorithm = trainer.algorithm
     policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
     trainer.fit()

@@ -16,7 +16,7 @@ from archer.checkpointing import CheckpointError
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import top_fraction_by_return
-from archer.trainer import Trainer
+from archer.trainer import Trainer, build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def make_trainer(name: str, run_dir: Path, cache: str, *extra: str) -> Trainer:
     critic = TINY_CRITIC if name in ("offline_archer_20q", "iql_reinforce_20q") else []
-    return Trainer(compose_run(name, [*TINY_OFFLINE, *critic, f"cache_dir={cache}", *extra]), run_dir)
+    return build_trainer(compose_run(name, [*TINY_OFFLINE, *critic, f"cache_dir={cache}", *extra]), run_dir)
 
 
 def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -224,7 +224,7 @@ def test_offline_to_online_starts_archer_from_the_offline_networks(tmp_path: Pat
             "algorithm.warmup_iters=0",
         ],
     )
-    online = Trainer(online_cfg, tmp_path / "online")
+    online = build_trainer(online_cfg, tmp_path / "online")
     for name in ("policy", "critic", "target_critic"):
         source = getattr(offline.algorithm, name) if name != "policy" else offline.policy.model
         target = getattr(online.algorithm, name) if name != "policy" else online.policy.model
@@ -236,7 +236,7 @@ def test_offline_to_online_starts_archer_from_the_offline_networks(tmp_path: Pat
     def online_run(run_dir: Path, source: Path, config: str = "archer_20q_plain") -> Trainer:
         overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "pretrain=null", f"init_from={source}"]
         overrides += ["algorithm.num_iterations=1", "algorithm.warmup_iters=0"]
-        return Trainer(compose_run(config, overrides), run_dir)
+        return build_trainer(compose_run(config, overrides), run_dir)
 
     with pytest.raises(CheckpointError, match="no checkpoint.pt"):
         online_run(tmp_path / "other", tmp_path / "nowhere")

@@ -23,7 +23,7 @@ from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.envs.registry import make_env
 from archer.models.policy import Generation
-from archer.trainer import Trainer
+from archer.trainer import Trainer, build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
 pytestmark = pytest.mark.integration
@@ -80,7 +80,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def tiny_run(name: str, run_dir: Path, cache: str, *extra: str) -> Trainer:
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", *PRETRAIN_TINY, *TINY[name], *extra]
-    return Trainer(compose_run(name, overrides), run_dir)
+    return build_trainer(compose_run(name, overrides), run_dir)
 
 
 def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:

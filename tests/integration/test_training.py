@@ -13,7 +13,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from archer.checkpointing import CheckpointError
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
 pytestmark = pytest.mark.integration
@@ -23,13 +23,13 @@ def tiny_bc(run_dir: Path, cache: str, *extra: str):
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "algorithm.num_iterations=2", "algorithm.steps_per_iter=3"]
     overrides += ["algorithm.batch_size=8", "algorithm.actor_micro_batch_size=4", *extra]
     cfg = compose_run("bc_20q", overrides)
-    return Trainer(cfg, run_dir)
+    return build_trainer(cfg, run_dir)
 
 
 def tiny_archer(run_dir: Path, cache: str, *extra: str):
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "algorithm.num_iterations=2", *extra]
     cfg = compose_run("archer_20q", overrides)
-    return Trainer(cfg, run_dir)
+    return build_trainer(cfg, run_dir)
 
 
 def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:

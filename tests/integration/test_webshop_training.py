@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from archer.trainer import Trainer
+from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 from tests.integration.test_training import ARCHER_TINY
 
@@ -32,7 +32,7 @@ def test_archer_webshop_two_iterations_train_every_network(tmp_path: Path) -> No
     overrides = [*TINY_RUN_OVERRIDES, *SMALL_SHOP, f"cache_dir={tmp_path / 'cache'}", "algorithm.num_iterations=2"]
     cfg = compose_run("archer_webshop", [*overrides, *ARCHER_TINY])
     assert cfg.algorithm.gamma == 0.9 and cfg.pretrain is not None
-    trainer = Trainer(cfg, tmp_path / "run")
+    trainer = build_trainer(cfg, tmp_path / "run")
     algorithm = trainer.algorithm
     policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))
     trainer.fit()

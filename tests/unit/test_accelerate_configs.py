@@ -11,7 +11,7 @@ from accelerate.commands.config.config_args import load_config_from_file
 from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 from accelerate.utils import DistributedType
 
-from archer.trainer import check_launch
+from archer.distributed import check_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "scripts" / "accelerate"

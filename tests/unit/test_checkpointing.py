@@ -17,7 +17,7 @@ from archer.config import (
     RunConfig,
     TwentyQuestionsEnvConfig,
 )
-from archer.trainer import pretraining_config
+from archer.pretraining import pretraining_config
 
 
 @dataclass

@@ -11,7 +11,7 @@ Layers, lowest first:
 4. the games: one package per game under ``envs/`` (each ranked here without being listed), their ``GameSpec``
    (``envs.spec``) and the registry of them all (``envs.registry``);
 5. ``models``, the rest of ``data`` (replay buffer, offline dispatch), ``distributed``;
-6. ``algorithms``, ``evaluation``, ``checkpointing``, ``critic_probe``;
+6. ``algorithms``, ``evaluation``, ``checkpointing``, ``critic_probe``, ``pretraining``;
 7. ``trainer``; 8. ``cli``.
 
 This refines DESIGN.md's "data -> envs": a game package holds its scripted players and dataset generator, so the
@@ -52,6 +52,7 @@ RANKS = {
     "evaluation": 6,
     "checkpointing": 6,
     "critic_probe": 6,
+    "pretraining": 6,
     "trainer": 7,
     "cli": 8,
 }
