@@ -73,6 +73,7 @@ class KalmGroundingConfig:
     n_head: int = 4
     max_positions: int = 256
     lora_rank: int = 0
+    residual_states: bool = True
     patterns: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
     steps: int = 1500
     batch_size: int = 64

@@ -113,8 +113,8 @@ def rollout(
     rng: np.random.Generator,
     initial_states: np.ndarray | None = None,
 ) -> TrajectorySet:
-    """Play one episode per goal with ``policy(states [B, 10], goals [B, 12]) -> actions [B]``, stopping each
-    episode at success or after ``env.horizon`` steps."""
+    """Play one episode per goal with ``policy(states [B, 10], goals [B, 12], rows [B]) -> actions [B]`` (``rows``
+    index the episodes still running), stopping each episode at success or after ``env.horizon`` steps."""
     n, horizon = len(goals), env.horizon
     states = env.initial_states(goals, rng) if initial_states is None else np.asarray(initial_states, np.float32)
     observations = np.repeat(states[:, None], horizon + 1, axis=1)
@@ -126,7 +126,7 @@ def rollout(
         rows = np.flatnonzero(active)
         if len(rows) == 0:
             break
-        chosen = np.asarray(policy(observations[rows, t], goals[rows]), dtype=np.int64)
+        chosen = np.asarray(policy(observations[rows, t], goals[rows], rows), dtype=np.int64)
         next_states = env.step(observations[rows, t], chosen, rng)
         observations[rows, t + 1 :] = next_states[:, None]
         actions[rows, t], masks[rows, t] = chosen, True
@@ -147,7 +147,7 @@ def rollout(
 def noisy_expert(env: ball_env.BallPushEnv, epsilon: float, rng: np.random.Generator):
     """The scripted expert, replaced by a uniformly random action with probability ``epsilon``."""
 
-    def act(states: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    def act(states: np.ndarray, goals: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         actions = ball_env.expert_actions(states, goals, env.step_size)
         random = rng.random(len(actions)) < epsilon
         actions[random] = rng.integers(ball_env.NUM_ACTIONS, size=int(random.sum()))

@@ -23,4 +23,14 @@ def require_d3rlpy():
         raise MissingExtraError(
             "offline RL in the KALM pipeline needs d3rlpy: pip install -e '.[kalm]' (d3rlpy==2.8.0)"
         ) from error
+    quiet_d3rlpy()
     return d3rlpy
+
+
+def quiet_d3rlpy() -> None:
+    """d3rlpy logs every fit's parameters through structlog at info level; keep warnings only."""
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))

@@ -83,10 +83,10 @@ def normalise_text(text: str) -> str:
 class GroundedLM(nn.Module):
     """A causal LM with vector inputs (state projection, action embedding) and state/action heads."""
 
-    def __init__(self, lm, tokenizer, state_dim: int, num_actions: int):
+    def __init__(self, lm, tokenizer, state_dim: int, num_actions: int, residual_states: bool = False):
         super().__init__()
         self.lm, self.tokenizer = lm, tokenizer
-        self.state_dim, self.num_actions = state_dim, num_actions
+        self.state_dim, self.num_actions, self.residual_states = state_dim, num_actions, residual_states
         hidden = lm.get_input_embeddings().embedding_dim
         self.state_in = nn.Linear(state_dim, hidden)
         self.action_in = nn.Embedding(num_actions, hidden)
@@ -109,7 +109,14 @@ class GroundedLM(nn.Module):
         vector_layers = {k: v for k, v in self.state_dict().items() if not k.startswith("lm.")}
         torch.save(vector_layers, folder / "vector_layers.pt")
         (folder / "grounding.json").write_text(
-            json.dumps({"state_dim": self.state_dim, "num_actions": self.num_actions}, indent=2)
+            json.dumps(
+                {
+                    "state_dim": self.state_dim,
+                    "num_actions": self.num_actions,
+                    "residual_states": self.residual_states,
+                },
+                indent=2,
+            )
         )
 
     @classmethod
@@ -125,6 +132,7 @@ class GroundedLM(nn.Module):
             AutoTokenizer.from_pretrained(folder / "lm"),
             sizes["state_dim"],
             sizes["num_actions"],
+            sizes.get("residual_states", False),
         )
         missing, unexpected = model.load_state_dict(
             torch.load(folder / "vector_layers.pt", weights_only=True), strict=False
@@ -148,13 +156,29 @@ class GroundedLM(nn.Module):
         )
         return output.hidden_states[-1], output.logits
 
+    def predict_states(self, hidden: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """State-head output at every position ``[B, L, D]``: the next state (KALM), or with ``residual_states``
+        the change from the last state written at or before the position, added to it."""
+        output = self.state_head(hidden)
+        if not self.residual_states:
+            return output
+        return output + latest_states(batch["kinds"], batch["states"])
+
     def losses(
         self, batch: dict[str, torch.Tensor], state_weight: float = 0.5, action_weight: float = 0.5
     ) -> dict[str, torch.Tensor]:
         hidden, logits = self.hidden_states(batch)
         return grounding_losses(
-            self.state_head(hidden), self.action_head(hidden), logits, batch, state_weight, action_weight
+            self.predict_states(hidden, batch), self.action_head(hidden), logits, batch, state_weight, action_weight
         )
+
+
+def latest_states(kinds: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """At each position, the state vector of the last state position at or before it (zeros before the first)."""
+    positions = torch.arange(kinds.shape[1]).expand_as(kinds)
+    last, _ = torch.where(kinds == STATE, positions, -1).cummax(dim=1)
+    gathered = states.gather(1, last.clamp(min=0).unsqueeze(-1).expand_as(states))
+    return torch.where((last >= 0).unsqueeze(-1), gathered, torch.zeros_like(gathered))
 
 
 def grounding_losses(
@@ -337,7 +361,7 @@ def build_grounded_model(cfg, state_dim: int, num_actions: int) -> GroundedLM:
         from peft import LoraConfig, get_peft_model
 
         lm = get_peft_model(lm, LoraConfig(r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank, target_modules="all-linear"))
-    return GroundedLM(lm, tokenizer, state_dim, num_actions)
+    return GroundedLM(lm, tokenizer, state_dim, num_actions, residual_states=cfg.residual_states)
 
 
 def sample_batch(model: GroundedLM, data: TrajectorySet, patterns: list[int], size: int, rng) -> dict:
@@ -410,7 +434,7 @@ def measure_grounding(model: GroundedLM, data: TrajectorySet, rng, batch_size: i
             examples.append(builder.build(segments))
         batch = collate(examples, model.tokenizer.pad_token_id)
         hidden, _ = model.hidden_states(batch)
-        predicted = model.state_head(hidden[:, -2])
+        predicted = model.predict_states(hidden, batch)[:, -2]
         target = batch["states"][:, -1]
         previous = torch.from_numpy(np.stack([data.observations[row, t] for row, t in chunk]))
         squared += float(((predicted - target) ** 2).mean(-1).sum())

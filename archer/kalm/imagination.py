@@ -49,7 +49,7 @@ def imagine(
         action = model.action_head(hidden[:, -1]).argmax(-1)
         batch = append_position(batch, ACTION, action=action, placeholder=model.placeholder_ids[ACTION])
         hidden, _ = model.hidden_states(batch)
-        state = model.state_head(hidden[:, -1])
+        state = model.predict_states(hidden, batch)[:, -1]
         batch = append_position(batch, STATE, state=state, placeholder=model.placeholder_ids[STATE])
         rows = np.flatnonzero(active)
         next_states = state.numpy()[rows]
