@@ -87,6 +87,7 @@ def relation_holds(states: np.ndarray, relation: Relation) -> np.ndarray:
     delta = balls[..., source, :] - balls[..., destination, :]
     delta = np.where(np.abs(delta) >= 1e-3, delta, 0.0)  # KALM ignores sub-millimetre offsets
     angle = np.degrees(np.arctan2(delta[..., 1], delta[..., 0])) % 360.0
+    angle = np.where((delta == 0).all(axis=-1), 90.0, angle)  # KALM's arccos(0 / eps) reads "on top" as behind
     offset = (angle - SECTOR_CENTRES_DEG[direction] + 180.0) % 360.0 - 180.0
     # KALM's sectors are half-open, [centre - 45, centre + 45).
     in_sector = (offset >= -SECTOR_HALF_WIDTH_DEG) & (offset < SECTOR_HALF_WIDTH_DEG)
