@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archer.config import ConfigError
+from archer.kalm.errors import KalmConfigError
 
 STAGES = ("collect", "ground", "imagine", "offline", "evaluate")
 MODES = ("all", *STAGES[:-1])
@@ -20,7 +20,7 @@ KEEP = ("all", "success")
 
 def _check(condition: bool, key: str, message: str) -> None:
     if not condition:
-        raise ConfigError(f"{key}: {message}")
+        raise KalmConfigError(f"{key}: {message}")
 
 
 def _positive(obj, prefix: str, *names: str) -> None:

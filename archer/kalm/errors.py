@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from archer.errors import ArcherError, MissingExtraError, MissingFileError
 
-__all__ = ["KalmDataError", "GoalSplitError", "MissingExtraError", "MissingFileError", "require_d3rlpy"]
+__all__ = [
+    "KalmConfigError",
+    "KalmDataError",
+    "GoalSplitError",
+    "MissingExtraError",
+    "MissingFileError",
+    "require_d3rlpy",
+]
+
+
+class KalmConfigError(ArcherError, ValueError):
+    """A KALM config value that cannot work; the message names the key. (Not ``archer.config.ConfigError``:
+    ``archer.config`` registers the KALM schema, so importing it here would make an import circle.)"""
 
 
 class KalmDataError(ArcherError, ValueError):

@@ -322,16 +322,17 @@ def to_kalm_config(cfg) -> KalmRunConfig:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from archer.config import ConfigError
+    from archer.errors import ArcherError
+    from archer.kalm.errors import KalmConfigError
 
     try:
         kalm_cfg = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as error:
-        if isinstance(error.__cause__, ConfigError):
+        if isinstance(error.__cause__, ArcherError):
             raise error.__cause__ from None
-        raise ConfigError(str(error)) from error
+        raise KalmConfigError(str(error)) from error
     if not isinstance(kalm_cfg, KalmRunConfig):
-        raise ConfigError("a KALM config's defaults list must start with base_kalm_run")
+        raise KalmConfigError("a KALM config's defaults list must start with base_kalm_run")
     return kalm_cfg
 
 

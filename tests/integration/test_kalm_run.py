@@ -55,20 +55,38 @@ def test_tiny_kalm_clevr_run_and_cache(tmp_path):
     assert (tmp_path / "run" / "kalm_success.png").stat().st_size > 0
     stages = sorted(p.name.split("-")[0] for p in (tmp_path / "cache" / "kalm").iterdir())
     assert stages.count("collect") == 1 and stages.count("ground") == 1 and stages.count("offline") == 4
-    # A different grounding model reuses the collected data and the real-only runs; only mode=ground runs here.
-    again = run_cli(tmp_path, f"run_dir={tmp_path / 'run2'}", *TINY, "grounding.n_embd=32", "mode=ground")
-    assert again.returncode == 0, again.output[-3000:]
-    assert "collect: cached" in again.output and "ground: cached" not in again.output
+    # A different grounding model reuses the collected data; only mode=ground runs here (in process).
+    metrics = run_in_process(tmp_path, f"run_dir={tmp_path / 'run2'}", *TINY, "grounding.n_embd=32", "mode=ground")
+    assert "grounding/one_step_state_mse" in metrics and not any(key.startswith("real/") for key in metrics)
     stages = sorted(p.name.split("-")[0] for p in (tmp_path / "cache" / "kalm").iterdir())
     assert stages.count("collect") == 1 and stages.count("ground") == 2
 
 
+def run_in_process(tmp_path: Path, *overrides: str) -> dict[str, float]:
+    from hydra import compose, initialize_config_dir
+
+    from archer.config import register_configs
+    from archer.kalm.pipeline import main
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(REPO / "scripts" / "config")):
+        cfg = compose("kalm_clevr", overrides=[f"cache_dir={tmp_path / 'cache'}", *overrides])
+    return main(cfg)
+
+
 def test_refusals_name_the_cause(tmp_path):
-    bad_goal_level = run_cli(tmp_path, f"run_dir={tmp_path / 'r1'}", "imagine.levels=[medium]")
-    assert bad_goal_level.returncode == 1 and "imagine.levels" in bad_goal_level.stderr
-    mujoco = run_cli(tmp_path, f"run_dir={tmp_path / 'r2'}", "env.name=clevr_mujoco", *TINY)
-    assert mujoco.returncode == 1 and "clevr_mujoco" in mujoco.stderr and "not implemented" in mujoco.stderr
+    from archer.kalm.errors import KalmConfigError, KalmDataError, MissingExtraError
+
+    with pytest.raises(KalmConfigError, match="imagine.levels"):
+        run_in_process(tmp_path, f"run_dir={tmp_path / 'r1'}", "imagine.levels=[medium]")
+    with pytest.raises(MissingExtraError, match="clevr_mujoco .* not implemented"):
+        run_in_process(tmp_path, f"run_dir={tmp_path / 'r2'}", "env.name=clevr_mujoco", *TINY)
     malformed = tmp_path / "bad.npy"
     malformed.write_text("not a numpy file")
-    bad_file = run_cli(tmp_path, f"run_dir={tmp_path / 'r3'}", f"collect.kalm_file={malformed}", *TINY)
-    assert bad_file.returncode == 1 and "not a KALM trajectory file" in bad_file.stderr
+    with pytest.raises(KalmDataError, match="not a KALM trajectory file"):
+        run_in_process(tmp_path, f"run_dir={tmp_path / 'r3'}", f"collect.kalm_file={malformed}", *TINY)
+    # A real KALM file with the default horizon of 20: the error says which horizon to set.
+    kalm_file = REPO.parent / "shared" / "data" / "kalm" / "clevr_robot.npy"
+    if kalm_file.is_file():
+        with pytest.raises(KalmDataError, match="set env.horizon=50"):
+            run_in_process(tmp_path, f"run_dir={tmp_path / 'r4'}", f"collect.kalm_file={kalm_file}", *TINY)

@@ -20,6 +20,7 @@ RANKS = {
     "utils": 0,
     "envs": 1,
     "config": 1,
+    "kalm": 1,  # self-contained pipeline: imports only errors, utils and its own modules; config registers its schema
     "tracking": 1,
     "models": 2,
     "data": 2,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archer.config import ConfigError
 from archer.kalm import data as kalm_data
 from archer.kalm import env as ball_env
 from archer.kalm import language
 from archer.kalm.config import KalmOfflineConfig, KalmRunConfig
+from archer.kalm.errors import KalmConfigError
 
 d3rlpy = pytest.importorskip("d3rlpy", reason="the kalm extra (d3rlpy) is not installed")
 offline_rl = pytest.importorskip("archer.kalm.offline_rl")
@@ -67,9 +67,24 @@ def test_evaluation_episodes_are_fixed_by_the_seed():
 
 
 def test_config_errors_name_the_key():
-    with pytest.raises(ConfigError, match="offline.algorithm: got 'awac'"):
+    with pytest.raises(KalmConfigError, match="offline.algorithm: got 'awac'"):
         KalmRunConfig(offline=KalmOfflineConfig(algorithm="awac"))
-    with pytest.raises(ConfigError, match="mode: got 'train'"):
+    with pytest.raises(KalmConfigError, match="mode: got 'train'"):
         KalmRunConfig(mode="train")
-    with pytest.raises(ConfigError, match="seeds: repeats"):
+    with pytest.raises(KalmConfigError, match="seeds: repeats"):
         KalmRunConfig(seeds=[1, 1])
+
+
+def test_kalm_clevr_composes_into_the_typed_config():
+    from hydra import compose, initialize_config_dir
+
+    from archer.config import register_configs
+    from archer.kalm.pipeline import to_kalm_config
+    from tests.conftest import CONFIG_DIR
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
+        cfg = to_kalm_config(compose("kalm_clevr", overrides=["run_dir=unused", "offline.algorithm=cql"]))
+        assert isinstance(cfg, KalmRunConfig) and cfg.offline.algorithm == "cql" and cfg.seeds == [0, 1, 2]
+        with pytest.raises(KalmConfigError, match="grounding.patterns"):
+            to_kalm_config(compose("kalm_clevr", overrides=["run_dir=unused", "grounding.patterns=[4]"]))
