@@ -65,11 +65,18 @@ def build_word_tokenizer(extra_words: list[str] | None = None):
     return PreTrainedTokenizerFast(tokenizer_object=backend, **SPECIAL_TOKENS)
 
 
-def build_embedded_lm(vocab_size: int, n_layer: int, n_embd: int, n_head: int, max_positions: int):
+def build_embedded_lm(tokenizer, n_layer: int, n_embd: int, n_head: int, max_positions: int):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(
-        vocab_size=vocab_size, n_positions=max_positions, n_embd=n_embd, n_layer=n_layer, n_head=n_head
+        vocab_size=len(tokenizer),
+        n_positions=max_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     return GPT2LMHeadModel(config)
 
@@ -351,7 +358,7 @@ def build_grounded_model(cfg, state_dim: int, num_actions: int) -> GroundedLM:
     value is a Hugging Face causal LM name or folder, loaded with its tokenizer (LoRA when ``lora_rank > 0``)."""
     if cfg.model == "embedded":
         tokenizer = build_word_tokenizer()
-        lm = build_embedded_lm(len(tokenizer), cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.max_positions)
+        lm = build_embedded_lm(tokenizer, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.max_positions)
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
