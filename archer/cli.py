@@ -57,6 +57,10 @@ def compose_run_config(config_dir: str | Path, config_name: str, overrides: Sequ
 
 def main(cfg: DictConfig, run_dir: str | None = None) -> dict[str, float]:
     """Validate ``cfg``, print it, and train in ``run_dir`` (or the config's ``run_dir``)."""
+    if cfg.get("pipeline") == "kalm":  # scripts/config/kalm_*.yaml: the KALM pipeline (archer/kalm)
+        from archer.kalm.pipeline import main as kalm_main
+
+        return kalm_main(cfg, run_dir)
     from archer.evaluation import evaluate_saved_policy
     from archer.trainer import train
 

@@ -1357,4 +1357,7 @@ def register_configs() -> None:
     store.store(group="env", name="base_adventure", node=AdventureEnvConfig)
     store.store(group="env", name="base_frozenlake", node=FrozenLakeEnvConfig)
     store.store(group="env", name="base_sokoban", node=SokobanEnvConfig)
+    from archer.kalm.config import register_kalm_configs
+
+    register_kalm_configs(store)  # base_kalm_run: the KALM pipeline's root (scripts/config/kalm_clevr.yaml)
     # (new schemas are registered above this line)

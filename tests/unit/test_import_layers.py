@@ -36,6 +36,7 @@ RANKS = {
     "errors": 0,
     "utils": 0,
     "config": 1,
+    "kalm": 1,  # self-contained pipeline: imports only errors, utils and its own modules; config registers its schema
     "tracking": 1,
     "envs": 2,
     "data.trajectory": 3,
