@@ -123,3 +123,20 @@ class PlayedGame:
     @property
     def episode_return(self) -> float:
         return sum(self.rewards)
+
+
+def check_greedy_settings(epsilon: float, top_k: int, guess_threshold: int, memory: int | None) -> None:
+    """Refuse impossible settings of a greedy scripted questioner (the same four knobs in every question game)."""
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
+    if top_k < 1 or guess_threshold < 1:
+        raise ValueError(f"top_k and guess_threshold must be at least 1, got {top_k} and {guess_threshold}")
+    if memory is not None and memory < 0:
+        raise ValueError(f"memory must be None or non-negative, got {memory}")
+
+
+def remembered_turns(history: Sequence[tuple[str, str]], memory: int | None) -> Sequence[tuple[str, str]]:
+    """The turns a questioner that remembers only its last ``memory`` turns still knows (all of them for None)."""
+    if memory is None:
+        return history
+    return history[len(history) - memory :] if memory else []

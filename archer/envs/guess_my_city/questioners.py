@@ -27,7 +27,7 @@ from archer.envs.guess_my_city.env import CENSORED, GUESS_TEMPLATES, censor, gue
 from archer.envs.guess_my_city.facts import CITIES, COUNTRIES, REGION_NAMES, TOPICS, City
 from archer.envs.guess_my_city.oracle import answer_question
 from archer.envs.oracles import Oracle
-from archer.envs.question_game import PlayedGame
+from archer.envs.question_game import PlayedGame, check_greedy_settings, remembered_turns
 
 History = Sequence[tuple[str, str]]
 
@@ -198,21 +198,14 @@ class GreedyCityQuestioner(_KnowledgeQuestioner):
         alias_prob: float = 0.1,
     ) -> None:
         super().__init__(cities, alias_prob)
-        if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
-        if top_k < 1 or guess_threshold < 1:
-            raise ValueError(f"top_k and guess_threshold must be at least 1, got {top_k} and {guess_threshold}")
-        if memory is not None and memory < 0:
-            raise ValueError(f"memory must be None or non-negative, got {memory}")
+        check_greedy_settings(epsilon, top_k, guess_threshold, memory)
         self.epsilon = epsilon
         self.top_k = top_k
         self.guess_threshold = guess_threshold
         self.memory = memory
 
     def ask(self, history: History, rng: random.Random) -> str:
-        remembered = history
-        if self.memory is not None:
-            remembered = history[len(history) - self.memory :] if self.memory else []
+        remembered = remembered_turns(history, self.memory)
         alive = self.candidates(remembered)
         if not alive:
             # Contradictory memories (a forgetful player, or a secret the table does not know): start over.

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from archer.envs.oracles import NO, YES, Oracle
-from archer.envs.question_game import PlayedGame
+from archer.envs.question_game import PlayedGame, check_greedy_settings, remembered_turns
 from archer.envs.twenty_questions.facts import FACTS, PROPERTIES, PROPERTY_PHRASINGS, Phrasing
 from archer.envs.twenty_questions.oracle import names_word, parse_question
 from archer.envs.twenty_questions.words import WORDS, Word
@@ -183,21 +183,14 @@ class GreedyQuestioner(_KnowledgeQuestioner):
         if not 0.0 <= consistency <= 1.0:
             raise ValueError(f"consistency must lie in [0, 1], got {consistency}")
         self.consistency = consistency
-        if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
-        if top_k < 1 or guess_threshold < 1:
-            raise ValueError(f"top_k and guess_threshold must be at least 1, got {top_k} and {guess_threshold}")
-        if memory is not None and memory < 0:
-            raise ValueError(f"memory must be None or non-negative, got {memory}")
+        check_greedy_settings(epsilon, top_k, guess_threshold, memory)
         self.epsilon = epsilon
         self.top_k = top_k
         self.guess_threshold = guess_threshold
         self.memory = memory
 
     def ask(self, history: History, rng: random.Random) -> str:
-        remembered = history
-        if self.memory is not None:
-            remembered = history[len(history) - self.memory :] if self.memory else []
+        remembered = remembered_turns(history, self.memory)
         mask = self.consistent(remembered)
         if not mask:
             # The remembered answers contradict each other (a forgetful player, or a secret outside ``words``):
