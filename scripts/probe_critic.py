@@ -14,11 +14,12 @@ of a word still possible (``probe/repeat_below_all_wrong``), the fraction where 
 scores above the repeat (``probe/split_above_repeat``), the same over every splitting question, and the mean gaps.
 
 ``--policy-returns N`` also plays every probe move (the three most even splitting questions standing for all of
-them) N times in the environment and lets the run's sampling policy finish each game: the mean discounted returns
-are the policy's own move values (Monte Carlo ``Q^pi``), what a perfect critic of that policy would score. The same
-figures computed on those returns (``truth/*``) say how much of the game's ordering the policy's values carry at
-all, and ``probe/pair_agreement`` is the fraction of move pairs (whose returns differ by more than ``--margin``)
-that the critic orders as the returns do.
+them) N times for each word the history still allows as the hidden word (the critic sees the history, not the
+word, so its values average over them) and lets the run's sampling policy finish each game: the mean discounted
+returns are the policy's own move values (Monte Carlo ``Q^pi``), what a perfect critic of that policy would
+score. The same figures computed on those returns (``truth/*``) say how much of the game's ordering the policy's
+values carry at all, and ``probe/pair_agreement`` is the fraction of move pairs (whose returns differ by more
+than ``--margin``) that the critic orders as the returns do.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         "--policy-returns",
         type=int,
         default=0,
-        help="also play each probe move this many times, the run's sampling policy finishing the game (0: off)",
+        help="also play each probe move this many times per word still possible, the run's sampling policy finishing "
+        "the game (0: off)",
     )
     parser.add_argument(
         "--margin", type=float, default=0.5, help="with --policy-returns: pairs closer than this are not ranked"

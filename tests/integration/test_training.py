@@ -157,6 +157,7 @@ ARCHER_TINY = [
     "algorithm.actor_batch_size=8",
     "algorithm.actor_micro_batch_size=4",
     "algorithm.generation_batch_size=8",
+    "algorithm.v_target_pool=16",  # archer_20q's 512 fresh samples per critic phase would be most of a tiny run
     "algorithm.actor_lr=1e-3",
     "eval.every_iters=2",
 ]

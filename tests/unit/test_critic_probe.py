@@ -11,6 +11,7 @@ from archer.critic_probe import pairwise_agreement, probe_critic
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import INVALID, NO, YES
 from archer.envs.registry import make_env, make_oracle
+from archer.envs.twenty_questions.env import names_word_last_word
 from archer.envs.twenty_questions.oracle import parse_question
 from archer.envs.twenty_questions.probe import (
     ProbeState,
@@ -128,23 +129,43 @@ def test_probe_states_from_a_policys_games_are_the_moments_after_a_refuted_guess
     assert probe_states_from_games([game, game], [pen, pen], words, max_states=1) == [state]
 
 
-def test_policy_move_returns_replay_the_state_then_let_the_policy_finish(env) -> None:
+def test_policy_move_returns_average_over_every_word_still_possible(env) -> None:
     states = probe_states(env, 3, seed=1)
     gamma = 0.5
     max_turns = env.max_turns
-    # A policy that never ends the game: every move, forced or not, costs -1 until the turn limit.
+    # A policy that never ends the game: every move, forced or not, costs -1 until the turn limit, unless the forced
+    # move names the hidden word. The critic does not see the hidden word, so each move's value is the mean over
+    # the words the history still allows.
     stalling = policy_move_returns(env, lambda observations: ["Is it alive?"] * len(observations), states, 2, gamma)
+    words = {word.name: word for word in env.words}
     for state in states:
         turns_left = max_turns - len(history_turns(state.observation))  # the forced move is the first of them
-        expected = -(1 - gamma**turns_left) / (1 - gamma)
+        stall = -(1 - gamma**turns_left) / (1 - gamma)
+        possible = [
+            name
+            for name in (w.name for w in env.words)
+            if name == state.secret
+            or any(guess == f"Is it a {name}?" or guess == f"Is it {name}?" for guess in state.other_wrong_guesses)
+        ]
+        assert len(possible) == 1 + len(state.other_wrong_guesses)
         for move in (state.repeat, *state.other_wrong_guesses, *state.splitting_questions):
-            # A question naming the hidden word ("Is it used in football?") wins the game at once.
-            won = state.secret in move.lower()
-            assert stalling[(state.observation, move)] == pytest.approx(0.0 if won else expected)
-    # A policy that names the hidden word at once: -1 for the forced move, then 0 for the win.
+            # The game's (the reference's) win rule: the last word names the hidden word, so "Is it used in
+            # football?" wins when the football is hidden.
+            wins = [names_word_last_word(move, words[name]) for name in possible]
+            expected = sum(0.0 if won else stall for won in wins) / len(possible)
+            assert stalling[(state.observation, move)] == pytest.approx(expected)
+        assert stalling[(state.observation, state.repeat)] == pytest.approx(stall)  # the repeat never wins
+        for guess in state.other_wrong_guesses:  # wins for one possible word in k
+            assert stalling[(state.observation, guess)] == pytest.approx(stall * (len(possible) - 1) / len(possible))
+    # A policy that always guesses the dog: -1 for the forced move, then 0 if the dog is hidden, else stalling.
     dog_states = [state for state in probe_states(env, 10, seed=1) if state.secret == "dog"]
     winning = policy_move_returns(env, lambda observations: ["Is it a dog?"] * len(observations), dog_states, 1, gamma)
-    assert dog_states and set(winning.values()) == {-1.0}
+    assert dog_states
+    for state in dog_states:
+        turns_left = max_turns - len(history_turns(state.observation))
+        stall = -(1 - gamma**turns_left) / (1 - gamma)
+        k = 1 + len(state.other_wrong_guesses)
+        assert winning[(state.observation, state.repeat)] == pytest.approx((-1.0 + (k - 1) * stall) / k)
     with pytest.raises(ValueError, match="games_per_move must be positive"):
         policy_move_returns(env, lambda observations: observations, states, 0, gamma)
 

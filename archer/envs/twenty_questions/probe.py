@@ -24,6 +24,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tqdm.auto import tqdm
+
 from archer.data.rollout import ActFn, TurnFn, play_batch
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import INVALID, NO, YES
@@ -229,6 +231,12 @@ class _ScriptedOpening:
         return turn
 
 
+def possible_words(observation: str, words: Sequence[Word]) -> list[Word]:
+    """The words of ``words`` that every answer in ``observation``'s history allows (the fact table's answers)."""
+    mask = _knowledge(tuple(words)).consistent(history_turns(observation))
+    return [word for i, word in enumerate(words) if mask >> i & 1]
+
+
 def policy_move_returns(
     env: TwentyQuestionsEnv,
     act: ActFn,
@@ -238,10 +246,13 @@ def policy_move_returns(
 ) -> dict[tuple[str, str], float]:
     """Monte Carlo ``Q^pi(state, move)`` of every probe move: the mean discounted return from the move on.
 
-    Each game replays the state's history in ``env`` (its hidden word, its questions: the knowledge-base oracle
-    gives the same answers), plays the move, then lets ``act`` (the policy) finish the game; this is
-    ``games_per_move`` times per move. A perfect critic of that policy would score the moves so; the probe's
-    rankings of these returns say how much of the game's ordering the policy's own values carry.
+    The critic sees the history, not the hidden word, so the value it estimates averages over every word the
+    history still allows, each as likely as the others (words are hidden uniformly, and the knowledge-base oracle's
+    answers are the fact table's): a guess of a word still possible wins when that word is the hidden one. So each
+    move is played ``games_per_move`` times *for every word still possible* as the hidden word, not only for the
+    state's own: each game replays the state's questions in ``env`` (every possible word draws the same answers),
+    plays the move, then lets ``act`` (the policy) finish the game. A perfect critic of that policy would score the
+    moves so; the probe's rankings of these returns say how much of the game's ordering the policy's values carry.
 
     Returns:
         ``{(observation, move): mean of sum_k gamma^k r_k over the move's games}``.
@@ -256,11 +267,12 @@ def policy_move_returns(
     jobs = []  # (observation, move, game id, opening)
     for state in states:
         questions = [question for question, _ in history_turns(state.observation)]
+        game_ids = [names.index(word.name) for word in possible_words(state.observation, env.words)]
         for move in (state.repeat, *state.other_wrong_guesses, *state.splitting_questions):
             opening = (*questions, move)
-            jobs.extend([(state.observation, move, names.index(state.secret), opening)] * games_per_move)
+            jobs.extend((state.observation, move, game_id, opening) for game_id in game_ids * games_per_move)
     returns: dict[tuple[str, str], list[float]] = {}
-    for start in range(0, len(jobs), env.batch_size):
+    for start in tqdm(range(0, len(jobs), env.batch_size), desc="probe move returns", unit="batch", leave=False):
         batch = jobs[start : start + env.batch_size]
         observations = env.reset(game_ids=[game_id for _, _, game_id, _ in batch])
         games = play_batch(env, _ScriptedOpening([opening for *_, opening in batch], act), observations)
