@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,8 @@ class GameSpec:
         build_oracle: builds the oracle, shared by the training and evaluation environments; None if the game has
             no oracle.
         load_offline: loads or generates the offline dataset; None if the game has none.
+        chat_instructions: prompts for instruct models by template name (``model.policy.template``), each with
+            ``{history}`` where the observation goes; rendered in the policy tokenizer's chat format.
     """
 
     name: str
@@ -44,3 +46,4 @@ class GameSpec:
     build_env: EnvBuilder
     build_oracle: OracleBuilder | None = None
     load_offline: OfflineLoader | None = None
+    chat_instructions: Mapping[str, str] = field(default_factory=dict)

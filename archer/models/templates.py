@@ -3,7 +3,8 @@
 A template turns an environment observation into the text the policy continues. Generation and log-probability
 scoring both apply it, so the policy is trained on exactly the prompts it samples from. Plain templates are
 functions of the observation (``TEMPLATES``); chat templates also need the tokenizer, to use its chat format and
-its special tokens, and are built from it (``CHAT_TEMPLATES``).
+its special tokens, and are built from it and a game's instruction (``CHAT_INSTRUCTIONS``, which each game's
+``GameSpec`` brings).
 
 An action parser turns the policy's generated text into the action the environment receives (``ACTION_PARSERS``):
 an instruct model answers in a format ("{"Question": "Is it a dog?"}") from which the question is extracted. The
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 from transformers import PreTrainedTokenizerBase
 
-from archer.envs.twenty_questions.words import SUBSET_WORDS
+from archer.envs.registry import GAMES
 
 Template = Callable[[str], str]
 ActionParser = Callable[[str], str]
@@ -33,34 +34,6 @@ TEMPLATES: dict[str, Template] = {
 
 
 # ---------------------------------------------------------------------------------------------------- chat prompts
-
-_SUBSET_LIST = ", ".join(word.name for word in SUBSET_WORDS) + "."
-
-TWENTY_QUESTIONS_INSTRUCTION = (
-    "Please play Twenty Questions with me. The possible hidden words are:\n"
-    f"{_SUBSET_LIST}\n"
-    "Some examples are following:\n"
-    "Questions:\n"
-    "Is the object alive? Yes.\n"
-    "Is the object a mammal? No.\n"
-    "Is the object a plant? Yes.\n"
-    "Is the object edible? Yes.\n"
-    "Is the object a fruit? Yes.\n"
-    "Is the object a tropical fruit? Yes.\n"
-    "Is the object a banana? Yes.\n"
-    "You guessed the correct word! You win!\n"
-    "\n"
-    "Please continue this conversation by completing the next question. \n"
-    "{history}\n"
-    "Please answer in the following format:\n"
-    "{{\n"
-    '"Question": "Your Question",\n'
-    "}}\n"
-    "The possible hidden words are:\n"
-    f"{_SUBSET_LIST}"
-)
-"""The reference's Mistral instruction for Twenty Questions Subset (ARCHER_SPEC.md 2.1); ``{history}`` is the
-observation. The candidate list is the environment's 10-word subset, so the prompt promises the words played."""
 
 
 def _adds_bos(tokenizer: PreTrainedTokenizerBase) -> bool:
@@ -94,14 +67,10 @@ def chat_prompt(tokenizer: PreTrainedTokenizerBase, instruction: str) -> Templat
     return render
 
 
-def twenty_questions_chat(tokenizer: PreTrainedTokenizerBase) -> Template:
-    """The reference's Mistral Twenty Questions prompt in the tokenizer's chat format."""
-    return chat_prompt(tokenizer, TWENTY_QUESTIONS_INSTRUCTION)
-
-
-CHAT_TEMPLATES: dict[str, Callable[[PreTrainedTokenizerBase], Template]] = {
-    "twenty_questions_chat": twenty_questions_chat,
+CHAT_INSTRUCTIONS: dict[str, str] = {
+    name: instruction for spec in GAMES.values() for name, instruction in spec.chat_instructions.items()
 }
+"""Every game's chat instructions by template name (``GameSpec.chat_instructions``): a game brings its prompts."""
 
 
 def get_template(name: str, tokenizer: PreTrainedTokenizerBase | None = None) -> Template:
@@ -113,11 +82,11 @@ def get_template(name: str, tokenizer: PreTrainedTokenizerBase | None = None) ->
     """
     if name in TEMPLATES:
         return TEMPLATES[name]
-    if name in CHAT_TEMPLATES:
+    if name in CHAT_INSTRUCTIONS:
         if tokenizer is None:
             raise ValueError(f"model.policy.template: {name!r} is a chat template and needs the policy's tokenizer")
-        return CHAT_TEMPLATES[name](tokenizer)
-    names = [*TEMPLATES, *CHAT_TEMPLATES]
+        return chat_prompt(tokenizer, CHAT_INSTRUCTIONS[name])
+    names = [*TEMPLATES, *CHAT_INSTRUCTIONS]
     raise ValueError(f"model.policy.template: unknown template {name!r}; choose one of {', '.join(names)}")
 
 

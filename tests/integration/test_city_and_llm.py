@@ -16,10 +16,11 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from archer.config import PolicyConfig
+from archer.envs.twenty_questions.prompts import TWENTY_QUESTIONS_INSTRUCTION
 from archer.envs.twenty_questions.words import SUBSET_WORDS
 from archer.models.loading import load_policy_model
 from archer.models.policy import LanguagePolicy
-from archer.models.templates import TWENTY_QUESTIONS_INSTRUCTION, get_action_parser, get_template, json_question
+from archer.models.templates import get_action_parser, get_template, json_question
 from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
