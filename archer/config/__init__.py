@@ -7,7 +7,8 @@ these typed objects, never a ``DictConfig``.
 
 One module per part of the tree: ``model`` (group ``model``), ``env`` (group ``env``), ``algorithm`` (group
 ``algorithm``, with the groups the algorithms share), ``run`` (the root and its data, evaluation and logging parts);
-``checks`` holds the error and the checks they use. Import them from here.
+``checks`` holds the error and the checks they use, ``renamed`` the keys that moved and where to. Import them
+from here.
 
 Defaults follow the ArCHer paper where the paper and the reference code differ (ARCHER_SPEC.md section 6); the
 reference's value is named in the field's documentation.
@@ -23,12 +24,14 @@ from archer.config.algorithm import (
     ArcherPPOConfig,
     BCConfig,
     CHAIConfig,
+    CriticTrainingConfig,
     FilteredBCConfig,
     IQLReinforceConfig,
     OfflineArcherConfig,
     OfflineCriticConfig,
     OfflineFilteredBCConfig,
     PPOConfig,
+    RolloutConfig,
 )
 from archer.config.checks import ConfigError
 from archer.config.env import (
@@ -54,6 +57,7 @@ from archer.config.model import (
     PolicyConfig,
     TurnReaderConfig,
 )
+from archer.config.renamed import RENAMED_KEYS, renamed_key_message
 from archer.config.run import EvalConfig, LoggingConfig, OfflineDataConfig, RunConfig
 
 __all__ = [
@@ -63,6 +67,7 @@ __all__ = [
     "POLICY_BODY",
     "POOLINGS",
     "Q_INPUTS",
+    "RENAMED_KEYS",
     "V_TARGET_ACTIONS",
     "AdventureEnvConfig",
     "AlgorithmConfig",
@@ -73,6 +78,7 @@ __all__ = [
     "CHAIConfig",
     "ConfigError",
     "CriticConfig",
+    "CriticTrainingConfig",
     "EmbeddedModelConfig",
     "EnvConfig",
     "EvalConfig",
@@ -89,12 +95,14 @@ __all__ = [
     "OfflineFilteredBCConfig",
     "PPOConfig",
     "PolicyConfig",
+    "RolloutConfig",
     "RunConfig",
     "SokobanEnvConfig",
     "TurnReaderConfig",
     "TwentyQuestionsEnvConfig",
     "WebShopEnvConfig",
     "register_configs",
+    "renamed_key_message",
 ]
 
 

@@ -7,7 +7,7 @@ config has a group exactly when the algorithm does that: ``online`` and ``uses_c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
@@ -17,8 +17,59 @@ V_TARGET_ACTIONS = ("sample", "replay")
 
 
 @dataclass
+class RolloutConfig:
+    """The games an online algorithm plays (``algorithm.rollout``); an algorithm's config has it exactly when the
+    algorithm plays.
+
+    Attributes:
+        episodes_per_iter: games played per iteration with the sampling policy (reference ``rollout_size``: 128).
+        replay_capacity: transitions kept in the trainer's replay buffer, oldest evicted first (paper 10,000; the
+            reference's code 100,000). Only algorithms with a ``critic`` group read the buffer; for the others it
+            only costs memory.
+    """
+
+    episodes_per_iter: int = 128
+    replay_capacity: int = 10_000
+
+    def validate(self, prefix: str = "algorithm.rollout") -> None:
+        check(self.episodes_per_iter > 0, f"{prefix}.episodes_per_iter", "must be positive")
+        check(self.replay_capacity > 0, f"{prefix}.replay_capacity", "must be positive")
+
+
+@dataclass
+class CriticTrainingConfig:
+    """How the utterance critic (``model.critic``) trains (``algorithm.critic``); an algorithm's config has it
+    exactly when the algorithm builds a critic. Defaults are online ArCHer's (the paper's; the reference's value in
+    brackets); the offline algorithms' are OfflineArcher's (``OfflineCriticConfig``).
+
+    Attributes:
+        lr: critic Adam learning rate (2e-5 for Twenty Questions; OfflineArcher: 1e-5).
+        gamma: discount of the Q target ``r + gamma * (1 - done) * Vbar(s')`` (paper: 0.95 for Twenty Questions,
+            0.98 Detective, 0.9 WebShop [0.95 everywhere]; OfflineArcher: 0.99); also the discount of the
+            Monte-Carlo returns an online run's replay buffer stores.
+        tau: Polyak rate of the target critic after every critic step (0.1; OfflineArcher: 0.05).
+        micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
+        bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the paper and the references
+            treat them as terminal: false).
+    """
+
+    lr: float = 2e-5
+    gamma: float = 0.95
+    tau: float = 0.1
+    micro_batch_size: int = 8
+    bootstrap_on_truncation: bool = False
+
+    def validate(self, prefix: str = "algorithm.critic") -> None:
+        check(self.lr > 0, f"{prefix}.lr", "must be positive")
+        check(0 < self.gamma <= 1, f"{prefix}.gamma", "must be in (0, 1]")
+        check(0 < self.tau <= 1, f"{prefix}.tau", "must be in (0, 1]")
+        check(self.micro_batch_size > 0, f"{prefix}.micro_batch_size", "must be positive")
+
+
+@dataclass
 class AlgorithmConfig:
-    """Fields every algorithm has.
+    """Fields every algorithm has. An online algorithm's config adds a ``rollout`` group (``RolloutConfig``); one
+    that trains the utterance critic adds a ``critic`` group (``CriticTrainingConfig``).
 
     Attributes:
         name: which algorithm (``bc``, ...); selects the implementation.
@@ -37,19 +88,23 @@ class AlgorithmConfig:
 
     @property
     def online(self) -> bool:
-        """Whether the algorithm collects its own data in the environment."""
-        return False
+        """Whether the algorithm plays its own games in the environment: whether its config has a rollout group."""
+        return isinstance(getattr(self, "rollout", None), RolloutConfig)
 
     @property
     def uses_critic(self) -> bool:
-        """Whether the algorithm needs the utterance-level critic."""
-        return False
+        """Whether the algorithm trains the utterance-level critic: whether its config has a critic group."""
+        return isinstance(getattr(self, "critic", None), CriticTrainingConfig)
 
     def validate(self) -> None:
         check(self.num_iterations > 0, "algorithm.num_iterations", "must be positive")
         check(self.actor_lr > 0, "algorithm.actor_lr", "must be positive")
         check(self.max_grad_norm > 0, "algorithm.max_grad_norm", "must be positive")
         check(self.actor_micro_batch_size > 0, "algorithm.actor_micro_batch_size", "must be positive")
+        if self.online:
+            self.rollout.validate()
+        if self.uses_critic:
+            self.critic.validate()
 
 
 @dataclass
@@ -94,20 +149,15 @@ class ArcherConfig(AlgorithmConfig):
 
     Attributes:
         num_iterations: iterations of collect, critic phase, actor phase (reference ``iterations``: 2000).
-        rollout_episodes_per_iter: games played per iteration with the sampling policy (``rollout_size``: 128).
-        replay_capacity: transitions kept in the replay buffer, oldest evicted first (paper 10,000 [100,000]).
+        rollout: games per iteration and the replay buffer's size (``RolloutConfig``).
+        critic: the critic's learning rate, discount, Polyak rate, micro-batch size and treatment of truncated
+            games (``CriticTrainingConfig``).
         critic_steps_per_iter: critic gradient steps per iteration (``epochs``: 50).
         actor_steps_per_iter: policy gradient steps per iteration (``actor_epochs``: 3).
         warmup_iters: iterations that train the critic only (``warmup_iter``: 20 for Twenty Questions).
         critic_batch_size: transitions per critic step (256 = 32 micro-batches of 8 in the reference).
-        critic_micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
         actor_batch_size: replay states per actor step (256).
-        critic_lr: critic Adam learning rate (2e-5 for Twenty Questions).
         actor_lr: policy Adam learning rate (``lm_lr``: 1e-6 for Twenty Questions with GPT-2).
-        gamma: discount (paper: 0.95 for Twenty Questions, 0.98 Detective, 0.9 WebShop [0.95 everywhere]).
-        tau: Polyak rate of the target critic after every critic step (0.1).
-        bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the paper and the reference
-            treat them as terminal: false).
         generation_batch_size: prompts per ``generate`` call when sampling the critic phase's V-target actions
             and the actor's actions (large batches instead of the reference's one call per micro-batch).
         center_advantages: subtract the actor batch's mean utterance advantage before the policy gradient (a
@@ -130,7 +180,7 @@ class ArcherConfig(AlgorithmConfig):
             instead of ``critic_steps_per_iter * critic_batch_size``.
         q_target_mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * (r + gamma * Vbar(s')) + w * G``
             (Ostrovski et al., 2017), with G the discounted return the stored game collected from (s, a) (discount
-            ``gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
+            ``critic.gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
             carries the outcome of a 20-turn game back to its first turns at once instead of one Polyak-smoothed
             step per update, at the price of valuing the buffer's policies rather than the current one.
         log_advantage_check: before each critic phase, score the iteration's new games with the critic and log how
@@ -150,20 +200,15 @@ class ArcherConfig(AlgorithmConfig):
 
     name: str = "archer"
     num_iterations: int = 2000
-    rollout_episodes_per_iter: int = 128
-    replay_capacity: int = 10_000
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    critic: CriticTrainingConfig = field(default_factory=CriticTrainingConfig)
     critic_steps_per_iter: int = 50
     actor_steps_per_iter: int = 3
     warmup_iters: int = 20
     critic_batch_size: int = 256
-    critic_micro_batch_size: int = 8
     actor_batch_size: int = 256
     actor_micro_batch_size: int = 8
-    critic_lr: float = 2e-5
     actor_lr: float = 1e-6
-    gamma: float = 0.95
-    tau: float = 0.1
-    bootstrap_on_truncation: bool = False
     generation_batch_size: int = 256
     center_advantages: bool = False
     v_target_action: str = "sample"
@@ -174,35 +219,21 @@ class ArcherConfig(AlgorithmConfig):
     kl_coeff: float = 0.0
 
     @property
-    def online(self) -> bool:
-        return True
-
-    @property
-    def uses_critic(self) -> bool:
-        return True
+    def trains_policy(self) -> bool:
+        """Whether the actor phase runs (after ``warmup_iters``)."""
+        return self.actor_steps_per_iter > 0
 
     def validate(self) -> None:
         super().validate()
-        for key in (
-            "rollout_episodes_per_iter",
-            "replay_capacity",
-            "critic_steps_per_iter",
-            "critic_batch_size",
-            "critic_micro_batch_size",
-            "actor_batch_size",
-            "generation_batch_size",
-        ):
+        for key in ("critic_steps_per_iter", "critic_batch_size", "actor_batch_size", "generation_batch_size"):
             check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
         check(self.actor_steps_per_iter >= 0, "algorithm.actor_steps_per_iter", "must be >= 0")
         check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
         check(
-            self.warmup_iters < self.num_iterations or self.actor_steps_per_iter == 0,
+            self.warmup_iters < self.num_iterations or not self.trains_policy,
             "algorithm.warmup_iters",
             f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
         )
-        check(self.critic_lr > 0, "algorithm.critic_lr", "must be positive")
-        check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
-        check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
         check_choice(self.v_target_action, "algorithm.v_target_action", V_TARGET_ACTIONS)
         check(self.v_target_pool is None or self.v_target_pool > 0, "algorithm.v_target_pool", "> 0 or null")
         check(
@@ -256,43 +287,30 @@ class OfflineCriticConfig(AlgorithmConfig):
             steps of 128).
         batch_size: transitions per gradient step, drawn uniformly with replacement (the reference: 4 accumulated
             batches of 32 from a shuffled pass over the transitions).
-        critic_micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
+        critic: the critic's training (``CriticTrainingConfig``) at OfflineArcher's values: learning rate 1e-5,
+            discount 0.99, Polyak rate 0.05, micro-batches of 32.
         actor_micro_batch_size: rows per policy forward/backward.
-        critic_lr: critic Adam learning rate (1e-5).
         actor_lr: policy Adam learning rate (1e-4).
         max_grad_norm: each network clips its own gradient to this norm (the reference did not clip).
-        gamma: discount (0.99).
-        tau: Polyak rate of the target critic after every critic step (0.05).
         critic_expectile: expectile of the V regression toward the target Q at the dataset action (0.9).
         critic_warmup_steps: gradient steps, counted over the whole run, that train the critic only (0).
-        bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the references treat them as
-            terminal: false).
     """
 
     num_iterations: int = 1000
     steps_per_iter: int = 100
     batch_size: int = 128
-    critic_micro_batch_size: int = 32
+    critic: CriticTrainingConfig = field(
+        default_factory=lambda: CriticTrainingConfig(lr=1e-5, gamma=0.99, tau=0.05, micro_batch_size=32)
+    )
     actor_micro_batch_size: int = 32
-    critic_lr: float = 1e-5
     actor_lr: float = 1e-4
-    gamma: float = 0.99
-    tau: float = 0.05
     critic_expectile: float = 0.9
     critic_warmup_steps: int = 0
-    bootstrap_on_truncation: bool = False
-
-    @property
-    def uses_critic(self) -> bool:
-        return True
 
     def validate(self) -> None:
         super().validate()
-        for key in ("steps_per_iter", "batch_size", "critic_micro_batch_size"):
+        for key in ("steps_per_iter", "batch_size"):
             check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
-        check(self.critic_lr > 0, "algorithm.critic_lr", "must be positive")
-        check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
-        check(0 < self.tau <= 1, "algorithm.tau", "must be in (0, 1]")
         check(0 < self.critic_expectile < 1, "algorithm.critic_expectile", "must be in (0, 1); 0.5 is plain MSE / 2")
         check(self.critic_warmup_steps >= 0, "algorithm.critic_warmup_steps", "must be >= 0")
         total = self.num_iterations * self.steps_per_iter
@@ -353,7 +371,7 @@ class CHAIConfig(ArcherConfig):
     critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once, as for every
     other method (k greedy candidates would all be the same utterance; the reference decoded it five times), unless
     ``rerank_at_eval``. Every ArCHer field keeps its meaning; the reference's ``chai_20q`` inherited
-    ``critic_lr = lm_lr = 1e-5`` from its default.yaml.
+    ``critic_lr = lm_lr = 1e-5`` from its default.yaml, hence ``critic.lr`` and ``actor_lr`` 1e-5 here.
 
     Attributes:
         num_candidates: k, policy samples reranked per state (reference: 5; at least 2).
@@ -372,14 +390,16 @@ class CHAIConfig(ArcherConfig):
     num_candidates: int = 5
     update_policy: bool = False
     rerank_at_eval: bool = False
-    critic_lr: float = 1e-5
+    critic: CriticTrainingConfig = field(default_factory=lambda: CriticTrainingConfig(lr=1e-5))
     actor_lr: float = 1e-5
 
-    def validate(self) -> None:
-        from dataclasses import replace
+    @property
+    def trains_policy(self) -> bool:
+        """A frozen policy has no actor phase (so its warm-up length cannot be wrong)."""
+        return self.update_policy and super().trains_policy
 
-        # A frozen policy has no actor phase, so its warm-up length cannot be wrong.
-        ArcherConfig.validate(self if self.update_policy else replace(self, warmup_iters=0))
+    def validate(self) -> None:
+        super().validate()
         check(self.num_candidates >= 2, "algorithm.num_candidates", "must be >= 2 (1 candidate is plain sampling)")
         check(isinstance(self.rerank_at_eval, bool), "algorithm.rerank_at_eval", "must be true or false")
         check(
@@ -393,7 +413,7 @@ class CHAIConfig(ArcherConfig):
 class FilteredBCConfig(BCConfig):
     """Online filtered behaviour cloning (ARCHER_SPEC.md 1.3): imitate the best recent games of the policy itself.
 
-    Every iteration plays ``rollout_episodes_per_iter`` games; the algorithm keeps the games of the last
+    Every iteration plays ``rollout.episodes_per_iter`` games; the algorithm keeps the games of the last
     ``window_iters`` iterations, ranks them by undiscounted return and runs ``steps_per_iter`` BC steps on the
     transitions of the top ``filter_fraction`` (a fixed count, so ties at the cutoff never admit everything, unlike
     the reference's ``>=`` quantile cutoff). No critic is built. Defaults are the reference's ``online_filteredbc``
@@ -401,7 +421,8 @@ class FilteredBCConfig(BCConfig):
 
     Attributes:
         num_iterations: iterations of play then BC (reference: 2000).
-        rollout_episodes_per_iter: games played per iteration with the sampling policy (128).
+        rollout: games per iteration (128) and the trainer's replay buffer, which every online run fills; filtered
+            BC never reads it (it keeps its own window), so it only costs memory (``RolloutConfig``).
         filter_fraction: share of the window's games imitated: exactly ``max(1, int(filter_fraction * N))`` of N
             (0.1, the paper's top 10%).
         window_iters: the window, in iterations, the best games are chosen from (this iteration included);
@@ -411,15 +432,11 @@ class FilteredBCConfig(BCConfig):
             BC needs no critic to warm up).
         steps_per_iter: BC gradient steps per iteration (reference ``actor_epochs``: 3).
         batch_size: transitions per BC step, drawn uniformly with replacement from the kept games (256).
-        replay_capacity: size of the trainer's replay buffer, which every online run fills; filtered BC never
-            reads it (it keeps its own window), so it only costs memory.
-        gamma: discount of the Monte-Carlo returns the trainer's replay buffer stores; games are ranked by their
-            undiscounted return.
     """
 
     name: str = "filtered_bc"
     num_iterations: int = 2000
-    rollout_episodes_per_iter: int = 128
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
     filter_fraction: float = 0.1
     window_iters: int | None = 10
     warmup_iters: int = 0
@@ -427,16 +444,9 @@ class FilteredBCConfig(BCConfig):
     batch_size: int = 256
     actor_micro_batch_size: int = 8
     actor_lr: float = 1e-5
-    replay_capacity: int = 10_000
-    gamma: float = 0.95
-
-    @property
-    def online(self) -> bool:
-        return True
 
     def validate(self) -> None:
         super().validate()
-        check(self.rollout_episodes_per_iter > 0, "algorithm.rollout_episodes_per_iter", "must be positive")
         check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
         check(self.window_iters is None or self.window_iters > 0, "algorithm.window_iters", "must be > 0 or null")
         check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
@@ -445,8 +455,6 @@ class FilteredBCConfig(BCConfig):
             "algorithm.warmup_iters",
             f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
         )
-        check(self.replay_capacity > 0, "algorithm.replay_capacity", "must be positive")
-        check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
 
 
 @dataclass
@@ -505,7 +513,7 @@ class ArcherPPOConfig(ArcherConfig):
 class PPOConfig(AlgorithmConfig):
     """Token-level PPO, the on-policy baseline of the paper's "100x" comparison (ARCHER_SPEC.md 1.4, section 6).
 
-    Every iteration plays ``rollout_episodes_per_iter`` games, then runs ``ppo_epochs`` passes over their action
+    Every iteration plays ``rollout.episodes_per_iter`` games, then runs ``ppo_epochs`` passes over their action
     tokens in ``num_minibatches`` minibatches of utterances. A multi-turn episode is one token sequence made of its
     action tokens only (the environment's text is part of the next state, never an action); GAE runs over it with
     the utterance reward on each utterance's last token, a KL penalty to the frozen starting policy on every token,
@@ -515,12 +523,14 @@ class PPOConfig(AlgorithmConfig):
 
     Attributes:
         num_iterations: iterations of play then update (100 x 1024 games, the scale at which the paper reports PPO).
-        rollout_episodes_per_iter: on-policy games per iteration (the paper: PPO needs at least 1024 per step).
+        rollout: on-policy games per iteration (1024; the paper: PPO needs at least 1024 per step), and the
+            trainer's replay buffer, which every online run fills; PPO never reads it (``RolloutConfig``).
         ppo_epochs: passes over the iteration's tokens.
         num_minibatches: optimiser steps per pass; the utterances are shuffled and split into this many minibatches.
         clip_range: eps of the ratio clip.
         value_clip_range: PPO's clip of the value update around the rollout's values; ``null`` is plain MSE.
-        gamma: discount from one utterance to the next (the environment's per-turn discount).
+        gamma: discount from one utterance to the next (the environment's per-turn discount; PPO trains no
+            utterance critic, so it has no ``critic.gamma``).
         gae_lambda: GAE lambda, per token.
         kl_coeff: weight of the per-token KL penalty ``log pi - log pi_ref`` in the rewards.
         normalize_advantages: standardise the advantages over the iteration's tokens.
@@ -529,12 +539,11 @@ class PPOConfig(AlgorithmConfig):
         value_max_grad_norm: the value model clips its own gradient to this norm.
         actor_micro_batch_size: utterances per forward/backward (policy and value model).
         generation_batch_size: prompts per ``generate`` call when playing.
-        replay_capacity: size of the trainer's replay buffer, which every online run fills; PPO never reads it.
     """
 
     name: str = "ppo"
     num_iterations: int = 100
-    rollout_episodes_per_iter: int = 1024
+    rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(episodes_per_iter=1024))
     ppo_epochs: int = 4
     num_minibatches: int = 4
     clip_range: float = 0.2
@@ -548,20 +557,13 @@ class PPOConfig(AlgorithmConfig):
     value_max_grad_norm: float = 1.0
     actor_micro_batch_size: int = 8
     generation_batch_size: int = 256
-    replay_capacity: int = 10_000
-
-    @property
-    def online(self) -> bool:
-        return True
 
     def validate(self) -> None:
         super().validate()
         for key in (
-            "rollout_episodes_per_iter",
             "ppo_epochs",
             "num_minibatches",
             "generation_batch_size",
-            "replay_capacity",
             "value_lr",
             "value_max_grad_norm",
             "clip_range",
