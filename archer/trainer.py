@@ -239,11 +239,11 @@ class Trainer:
         log.info("initialised %s from %s", ", ".join(networks), run_dir)
 
     def _build_buffer(self) -> ReplayBuffer:
-        algorithm = self.cfg.algorithm
-        if algorithm.online:
+        settings = self.cfg.algorithm
+        if settings.online:
             # The Monte-Carlo returns are read only by a critic's mixed targets, which discount as the critic does.
-            gamma_mc = algorithm.critic.gamma if algorithm.uses_critic else 1.0
-            buffer = ReplayBuffer(capacity=algorithm.rollout.replay_capacity, gamma_mc=gamma_mc)
+            gamma_mc = settings.critic.gamma if settings.uses_critic else 1.0
+            buffer = ReplayBuffer(capacity=settings.rollout.replay_capacity, gamma_mc=gamma_mc)
             if self.cfg.prefill_buffer_from_data:
                 buffer.add_trajectories(load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress))
                 log.info("replay buffer prefilled with %d offline transitions", len(buffer))
