@@ -7,17 +7,19 @@ printed as one line); tests call ``to_run_config`` and ``archer.trainer.train`` 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException, ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from archer.config import ConfigError, RunConfig, register_configs
+from archer.config import ConfigError, RunConfig, register_configs, renamed_key_message
 from archer.errors import ArcherError
 
 log = logging.getLogger(__name__)
@@ -47,7 +49,13 @@ def compose_run_config(config_dir: str | Path, config_name: str, overrides: Sequ
     same overrides (relative to the current directory)."""
     register_configs()
     with initialize_config_dir(version_base="1.3", config_dir=str(Path(config_dir).resolve())):
-        cfg = compose(config_name, overrides=list(overrides), return_hydra_config=True)
+        try:
+            cfg = compose(config_name, overrides=list(overrides), return_hydra_config=True)
+        except ConfigCompositionException as error:
+            message = renamed_key_message(error)
+            if message is None:
+                raise
+            raise ConfigError(message) from error
         # ``${hydra:...}`` in run_dir reads the global HydraConfig, which only @hydra.main sets otherwise.
         HydraConfig.instance().set_config(cfg)
         with open_dict(cfg):
@@ -77,6 +85,30 @@ def describe_error(error: ArcherError) -> str:
     """The one line the command line prints for a project error."""
     label = "configuration error" if isinstance(error, ConfigError) else "error"
     return f"{label}: {error}"
+
+
+def report_composition_errors(run: Callable[[], None]) -> None:
+    """Call ``run``, an ``@hydra.main`` function, printing a refused composition as Hydra does, except that a renamed
+    key is named with its new path (``archer.config.renamed``).
+
+    Hydra prints composition errors itself unless ``HYDRA_FULL_ERROR`` is set, so it is set here and the error comes
+    back to be reported; a user who set it gets the traceback as before.
+
+    Raises:
+        SystemExit: with the one-line message (exit status 1) when composition fails.
+    """
+    wants_traceback = "HYDRA_FULL_ERROR" in os.environ
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        run()
+    except CompactHydraException as error:
+        if wants_traceback:
+            raise
+        message = renamed_key_message(error)
+        if message is not None:
+            sys.exit(describe_error(ConfigError(message)))
+        cause = f"{os.linesep}{error.__cause__}" if isinstance(error.__cause__, OmegaConfBaseException) else ""
+        sys.exit(f"{error}{cause}")
 
 
 def holds_only(folder: Path, names: frozenset[str]) -> bool:

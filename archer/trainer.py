@@ -9,7 +9,7 @@ Setup (``build_trainer``, then ``Trainer.__init__``):
 4. records: the tracker; then resume from the run's checkpoint, or start fresh (optionally from ``init_from``).
 
 One iteration (``Trainer.fit``), in order:
-1. collect: online algorithms play ``rollout_episodes_per_iter`` games and store them in the replay buffer;
+1. collect: online algorithms play ``rollout.episodes_per_iter`` games and store them in the replay buffer;
 2. update: the algorithm's gradient steps on the buffer (for offline algorithms, the buffer is the dataset);
 3. evaluate: every ``eval.every_iters`` iterations, greedy play on the fixed evaluation games (and, with
    ``eval.sampled_episodes``, sampled play on a fixed list of games, outside training's random streams);
@@ -239,8 +239,11 @@ class Trainer:
         log.info("initialised %s from %s", ", ".join(networks), run_dir)
 
     def _build_buffer(self) -> ReplayBuffer:
-        if self.algorithm.online:
-            buffer = ReplayBuffer(capacity=self.cfg.algorithm.replay_capacity, gamma_mc=self.cfg.algorithm.gamma)
+        settings = self.cfg.algorithm
+        if settings.online:
+            # The Monte-Carlo returns are read only by a critic's mixed targets, which discount as the critic does.
+            gamma_mc = settings.critic.gamma if settings.uses_critic else 1.0
+            buffer = ReplayBuffer(capacity=settings.rollout.replay_capacity, gamma_mc=gamma_mc)
             if self.cfg.prefill_buffer_from_data:
                 buffer.add_trajectories(load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress))
                 log.info("replay buffer prefilled with %d offline transitions", len(buffer))
@@ -336,7 +339,7 @@ class Trainer:
             "process_states": process_states,
             "env_trajectories": self.env_trajectories,
         }
-        if self.algorithm.online:
+        if self.cfg.algorithm.online:
             state["buffer"] = self.buffer.state_dict()
         save_checkpoint(self.run_dir, state)
         for folder, (model, tokenizer, weights) in exports.items():
@@ -381,7 +384,7 @@ class Trainer:
             local = collect_trajectories(
                 self.env,
                 self.algorithm.rollout_actor(greedy=False),
-                num_episodes=self.placement.share(self.cfg.algorithm.rollout_episodes_per_iter),
+                num_episodes=self.placement.share(self.cfg.algorithm.rollout.episodes_per_iter),
                 progress=self.progress,
             )
         trajectories = self.placement.all_gather(local)
@@ -401,7 +404,7 @@ class Trainer:
         for iteration in range(self.start_iteration + 1, cfg.algorithm.num_iterations + 1):
             metrics: dict[str, float] = {}
             # 1. Collect (online algorithms).
-            if self.algorithm.online:
+            if self.cfg.algorithm.online:
                 start = time.perf_counter()
                 metrics.update(self.collect(iteration))
                 metrics["time/rollout_s"] = time.perf_counter() - start
@@ -422,7 +425,7 @@ class Trainer:
             metrics["time/checkpoint_s"] = self._last_save_seconds
             self.tracker.log(metrics, iteration=iteration)
             self.tracker.plot(
-                x_key="env/trajectories" if self.algorithm.online else "iteration",
+                x_key="env/trajectories" if self.cfg.algorithm.online else "iteration",
                 y_keys=("eval/return_mean", "eval/sampled_return_mean"),
             )
             log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, format_metrics(metrics))

@@ -48,7 +48,7 @@ Usage (from ``scripts/``, like ``run.py``)::
 
     python benchmark_methods.py                       # the defaults above; writes ../docs/benchmark/
     python benchmark_methods.py --methods archer_20q,chai_20q --seeds 5 --trajectories 640
-    python benchmark_methods.py --ppo-budget-factor 4 --override ppo_20q:algorithm.rollout_episodes_per_iter=64
+    python benchmark_methods.py --ppo-budget-factor 4 --override ppo_20q:algorithm.rollout.episodes_per_iter=64
     python benchmark_methods.py --report-only         # rebuild the table and plot from the runs
     python benchmark_methods.py --dry-run             # print every run's run.py command
 """
@@ -259,7 +259,7 @@ def plan(args: argparse.Namespace) -> list[RunSpec]:
             user = scoped_overrides(args.override, method, kind)
             algorithm = checked_config(method, [ENV, *shared, *user]).algorithm
             if kind == "online":
-                per_iter = algorithm.rollout_episodes_per_iter
+                per_iter = algorithm.rollout.episodes_per_iter
                 budget, eval_every = online_schedule(method, per_iter, args)
                 what = "--ppo-budget-factor x --trajectories" if method == TOKEN_PPO else "--trajectories"
                 iterations = exact_quotient(budget, per_iter, what, method)
@@ -694,17 +694,17 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
     ppo = [r for r in online if r.spec.method == TOKEN_PPO]
     if ppo:
         spec = ppo[0].spec
-        per_iter = spec.config.algorithm.rollout_episodes_per_iter
+        per_iter = spec.config.algorithm.rollout.episodes_per_iter
         coarser = (
             f", the smallest multiple of {args.eval_every} that is a whole number of its iterations"
             if spec.eval_every != args.eval_every
             else ""
         )
-        overridden = any(o.startswith("algorithm.rollout_episodes_per_iter=") for o in spec.overrides)
+        overridden = any(o.startswith("algorithm.rollout.episodes_per_iter=") for o in spec.overrides)
         source = (
             "set by `--override`"
             if overridden
-            else f"`{TOKEN_PPO}.yaml`'s `algorithm.rollout_episodes_per_iter`, which divides the budget, so the "
+            else f"`{TOKEN_PPO}.yaml`'s `algorithm.rollout.episodes_per_iter`, which divides the budget, so the "
             "benchmark does not override it"
         )
         lines.append(

@@ -305,7 +305,7 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
     for iteration in range(1, warmup_iterations + iterations + 1):
         measured = iteration > warmup_iterations
         seconds: dict[str, float] = {}
-        if algorithm.online:
+        if algo_cfg.online:
             played.clear()
             calls, meter = GenerateCallTimer(), ArithmeticMeter()
             with calls.installed(generator_of(trainer.policy)), meter.installed(trainer):
@@ -381,7 +381,7 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
         "phases_s": phases_s,
         "phases_s_per_iteration": per_iteration,
     }
-    if algorithm.online:
+    if algo_cfg.online:
         rollout_s = sum(per_iteration["rollout"])
         bare_tok_s = _per_second(bare["tokens"], bare["generate_s"])
         rollout_tok_s = _per_second(rollout["tokens"], rollout_s)
@@ -422,7 +422,7 @@ def benchmark_training(cfg: RunConfig, run_dir: Path, iterations: int, warmup_it
                 "arithmetic_parts_s": arithmetic_parts[phase],
                 "arithmetic_share": arithmetic[phase] / phase_s if phase_s > 0 else None,
             }
-    if algorithm.online:
+    if algo_cfg.online:
         result["rollout"]["arithmetic_s"] = arithmetic["rollout"]
         result["rollout"]["arithmetic_share"] = arithmetic["rollout"] / rollout_s if rollout_s > 0 else None
     timed_phases = [phase for phase in ("rollout", "critic", "actor") if phase in result]

@@ -5,7 +5,7 @@ Usage (from ``scripts/``; Hydra overrides of the run config go after the options
     python diagnose_actor.py --config-name archer_20q --iterations 15 model.policy.temperature=0.7
 
 The run config is composed as ``run.py`` composes it and a ``Trainer`` is built (its starting policy included), but
-its critic is never used. Every iteration plays ``algorithm.rollout_episodes_per_iter`` games with the sampling
+its critic is never used. Every iteration plays ``algorithm.rollout.episodes_per_iter`` games with the sampling
 policy, then takes ``algorithm.actor_steps_per_iter`` REINFORCE steps of ``algorithm.actor_batch_size`` moves drawn
 from those games, each move weighted by its observed advantage: the discounted return that followed it minus the
 mean return of the iteration's moves at the same turn. The policy's optimiser, learning rate, micro-batches and
@@ -65,9 +65,9 @@ def train_actor_on_returns(trainer: Any, iterations: int, eval_every: int) -> li
     log.info("iteration 0: greedy return %.2f", records[0]["eval/return_mean"])
     for iteration in range(1, iterations + 1):
         games = collect_trajectories(
-            trainer.env, trainer.algorithm.rollout_actor(greedy=False), algo.rollout_episodes_per_iter
+            trainer.env, trainer.algorithm.rollout_actor(greedy=False), algo.rollout.episodes_per_iter
         )
-        moves = observed_advantages(games, algo.gamma)
+        moves = observed_advantages(games, algo.critic.gamma)
         for _ in range(algo.actor_steps_per_iter):
             picked = [moves[i] for i in rng.choice(len(moves), algo.actor_batch_size)]
             for start in range(0, len(picked), algo.actor_micro_batch_size):

@@ -4,12 +4,12 @@ Usage (from ``scripts/``; Hydra overrides of the run config go after the options
 
     python diagnose_critic.py --config-name archer_20q --games 400 --steps 1000 model.policy.temperature=0.7 \\
         model.critic.name_or_path=policy model.critic.pooling=last model.critic.q_input=joint \\
-        model.critic.freeze_encoder=true algorithm.critic_lr=1e-3
+        model.critic.freeze_encoder=true algorithm.critic.lr=1e-3
 
 The run config is composed as ``run.py`` composes it and a ``Trainer`` is built (its starting policy and its
 configured critic). The sampling policy plays ``--games`` games; the critic is then fitted on the moves of all but
 the last ``--holdout`` of them, its twin Q heads to each move's discounted return and its twin V heads to the same
-return at the move's state, with Adam at ``algorithm.critic_lr`` on batches of ``algorithm.critic_batch_size``,
+return at the move's state, with Adam at ``algorithm.critic.lr`` on batches of ``algorithm.critic_batch_size``,
 its gradient clipped to ``algorithm.max_grad_norm``. Every ``--eval-every`` steps the held-out games are scored as an
 online run scores each iteration's new games (``critic/advantage_return_corr``, ``critic/value_return_corr``), with
 the fitting throughput.
@@ -71,8 +71,8 @@ def fit_critic_on_returns(
     algo = trainer.cfg.algorithm
     critic = trainer.algorithm.critic
     fit_games, held_out = games[:-holdout], games[-holdout:]
-    moves = moves_with_returns(fit_games, algo.gamma)
-    optimizer = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=algo.critic_lr)
+    moves = moves_with_returns(fit_games, algo.critic.gamma)
+    optimizer = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=algo.critic.lr)
     rng = np.random.default_rng(trainer.cfg.seed)
 
     def evaluate(step: int, fitted: int, seconds: float) -> dict[str, float]:
@@ -90,8 +90,8 @@ def fit_critic_on_returns(
     for step in tqdm(range(1, steps + 1), desc="critic fit", unit="step"):
         start = time.perf_counter()
         picked = [moves[i] for i in rng.choice(len(moves), algo.critic_batch_size)]
-        for first in range(0, len(picked), algo.critic_micro_batch_size):
-            chunk = picked[first : first + algo.critic_micro_batch_size]
+        for first in range(0, len(picked), algo.critic.micro_batch_size):
+            chunk = picked[first : first + algo.critic.micro_batch_size]
             out = critic([m[0] for m in chunk], [m[1] for m in chunk])
             returns = torch.tensor([m[2] for m in chunk], dtype=out.q1.dtype, device=out.q1.device)
             accumulate(trainer.accelerator, monte_carlo_critic_loss(out, returns), len(chunk), len(picked))

@@ -158,7 +158,11 @@ def _policy_returns(
     log.info("playing every probe move %d times with the run's sampling policy", games)
     algorithm = trainer.algorithm
     returns = policy_move_returns(
-        env, lambda observations: algorithm.act(observations, greedy=False), states, games, trainer.cfg.algorithm.gamma
+        env,
+        lambda observations: algorithm.act(observations, greedy=False),
+        states,
+        games,
+        trainer.cfg.algorithm.critic.gamma,
     )
 
     def truth(observation: str, moves: Sequence[str]) -> list[float]:

@@ -2,7 +2,8 @@
 
 ``--cfg job`` prints the composed config without running; ``--help`` lists the config groups. The project's own
 errors (a bad config, a missing dataset, an unusable checkpoint, an absent server) print as one message and exit
-with status 1; a run refused that way leaves no run folder.
+with status 1; a run refused that way leaves no run folder. A key that moved (``algorithm.critic_lr`` is now
+``algorithm.critic.lr``) is refused with its new path.
 """
 
 from pathlib import Path
@@ -11,7 +12,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from archer.cli import run_or_refuse
+from archer.cli import report_composition_errors, run_or_refuse
 from archer.config import register_configs
 
 register_configs()
@@ -26,4 +27,4 @@ def run(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    run()
+    report_composition_errors(run)

@@ -17,7 +17,7 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
 - log-probabilities score exactly the sampled token ids, terminator included, with left padding, under the
   distribution that sampled them (temperature, top-k, top-p; ``model.policy.score_as_sampled``); the KL penalty's
   starting policy is scored under its own sampling distribution, so the penalty is zero until the policy moves;
-- episodes cut by the turn limit are terminal unless ``bootstrap_on_truncation`` is set (the reference always
+- episodes cut by the turn limit are terminal unless ``critic.bootstrap_on_truncation`` is set (the reference always
   treated them as terminal).
 
 Switches that do change it, all off by default: ``center_advantages`` (a batch-mean baseline for the actor),
@@ -68,8 +68,6 @@ class ArcherAlgorithm(Algorithm):
         progress: show progress bars for the phases.
     """
 
-    online = True
-
     def __init__(
         self,
         cfg: ArcherConfig,
@@ -86,12 +84,12 @@ class ArcherAlgorithm(Algorithm):
             critic,
             accelerator,
             archer_critic_loss,
-            lr=cfg.critic_lr,
-            gamma=cfg.gamma,
-            tau=cfg.tau,
-            micro_batch_size=cfg.critic_micro_batch_size,
+            lr=cfg.critic.lr,
+            gamma=cfg.critic.gamma,
+            tau=cfg.critic.tau,
+            micro_batch_size=cfg.critic.micro_batch_size,
             max_grad_norm=cfg.max_grad_norm,
-            bootstrap_on_truncation=cfg.bootstrap_on_truncation,
+            bootstrap_on_truncation=cfg.critic.bootstrap_on_truncation,
             mc_weight=cfg.q_target_mc_weight,
         )
         self.critic = critic
@@ -251,11 +249,12 @@ class ArcherAlgorithm(Algorithm):
         if not observations:
             return {}
         returns = torch.tensor(
-            [g for game in trajectories for g in discounted_returns(game.rewards, self.cfg.gamma)], dtype=torch.float64
+            [g for game in trajectories for g in discounted_returns(game.rewards, self.cfg.critic.gamma)],
+            dtype=torch.float64,
         )
         q_parts, v_parts = [], []
-        for start in range(0, len(observations), self.cfg.critic_micro_batch_size):
-            end = start + self.cfg.critic_micro_batch_size
+        for start in range(0, len(observations), self.cfg.critic.micro_batch_size):
+            end = start + self.cfg.critic.micro_batch_size
             out = self.critic(observations[start:end], actions[start:end])
             q_parts.append(torch.minimum(out.q1, out.q2))
             v_parts.append(torch.minimum(out.v1, out.v2))

@@ -55,8 +55,6 @@ class Algorithm(ABC):
         accelerator: device placement; gradients go through ``accumulation``.
     """
 
-    #: Whether the trainer collects rollouts into the buffer every iteration.
-    online: bool = False
     #: Whether an overridden ``act`` still samples one ``policy.generate`` action per observation (``rollout_actor``).
     samples_policy: bool = False
     #: The networks (``networks`` keys) an earlier run hands on to this one (``init_from``) when both have them: the

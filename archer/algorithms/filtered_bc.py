@@ -1,6 +1,6 @@
 """Online filtered behaviour cloning (ARCHER_SPEC.md 1.3): imitate the best recent games of the policy itself.
 
-The trainer plays ``rollout_episodes_per_iter`` games per iteration and hands them to ``observe``; the algorithm
+The trainer plays ``rollout.episodes_per_iter`` games per iteration and hands them to ``observe``; the algorithm
 keeps those of the last ``window_iters`` iterations. ``update`` ranks the window's games by undiscounted return,
 keeps exactly the top ``max(1, int(filter_fraction * N))`` (``top_fraction_by_return``) and runs BC
 (``BCAlgorithm``'s steps: ``-log pi(a + terminator | s)`` summed over tokens, averaged over a batch drawn uniformly
@@ -40,8 +40,6 @@ class FilteredBCAlgorithm(BCAlgorithm):
         critic: unused (filtered BC has no critic).
         progress: show progress bars.
     """
-
-    online = True
 
     def __init__(
         self,

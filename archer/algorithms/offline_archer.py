@@ -74,12 +74,12 @@ class OfflineCriticAlgorithm(Algorithm):
             critic,
             accelerator,
             partial(iql_critic_loss, expectile=cfg.critic_expectile),
-            lr=cfg.critic_lr,
-            gamma=cfg.gamma,
-            tau=cfg.tau,
-            micro_batch_size=cfg.critic_micro_batch_size,
+            lr=cfg.critic.lr,
+            gamma=cfg.critic.gamma,
+            tau=cfg.critic.tau,
+            micro_batch_size=cfg.critic.micro_batch_size,
             max_grad_norm=cfg.max_grad_norm,
-            bootstrap_on_truncation=cfg.bootstrap_on_truncation,
+            bootstrap_on_truncation=cfg.critic.bootstrap_on_truncation,
             dropout=True,
         )
         self.actor_optimizer = torch.optim.Adam(

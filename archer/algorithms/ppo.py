@@ -141,7 +141,6 @@ class PPOAlgorithm(Algorithm):
         value_model: the token value model; ``None`` loads one with ``build_token_value_model(policy)``.
     """
 
-    online = True
     samples_policy = True  # act only adds the token ids: rollouts may reuse the KV cache (Algorithm.rollout_actor)
 
     def __init__(

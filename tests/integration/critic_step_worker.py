@@ -14,7 +14,7 @@ from accelerate import Accelerator
 
 from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.losses import td_q_targets
-from archer.config import ArcherConfig, CriticConfig, EmbeddedModelConfig, PolicyConfig
+from archer.config import ArcherConfig, CriticConfig, CriticTrainingConfig, EmbeddedModelConfig, PolicyConfig
 from archer.data.trajectory import TransitionBatch
 from archer.distributed import shard
 from archer.models.critic import build_critic
@@ -55,14 +55,14 @@ def main(out_path: str, cache_dir: str) -> None:
     with accelerator.main_process_first():
         model, tokenizer = load_policy_model(policy_cfg, cache_dir, lambda: TEXTS)
         critic = build_critic(CriticConfig(embedded=TINY, max_tokens=64), cache_dir, lambda: TEXTS)
-    cfg = ArcherConfig(critic_micro_batch_size=8, gamma=0.9, tau=0.1, critic_lr=1e-3)
+    cfg = ArcherConfig(critic=CriticTrainingConfig(lr=1e-3, gamma=0.9, tau=0.1, micro_batch_size=8))
     algorithm = ArcherAlgorithm(cfg, LanguagePolicy(model, tokenizer, policy_cfg), accelerator, critic, progress=False)
 
     initial = {name: value.clone() for name, value in algorithm.critic.state_dict().items()}
     batch, sampled = fixed_batch()
     with torch.no_grad():
         next_v1, _ = algorithm.target_critic.v_from_embeddings(algorithm.target_critic.embed(batch.next_observations))
-        q1_targets = td_q_targets(batch.rewards, batch.terminated, next_v1, cfg.gamma)
+        q1_targets = td_q_targets(batch.rewards, batch.terminated, next_v1, cfg.critic.gamma)
     rows = shard(list(range(len(sampled))), accelerator)
     local = TransitionBatch(
         observations=[batch.observations[i] for i in rows],

@@ -188,9 +188,9 @@ def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_eva
         "--methods=archer_20q,ppo_20q",
         "--seeds=1",
         f"--out={tmp_path}",
-        "--override=archer_20q:algorithm.rollout_episodes_per_iter=6",
+        "--override=archer_20q:algorithm.rollout.episodes_per_iter=6",
         "--override=archer_20q:algorithm.warmup_iters=1",  # below its 2 iterations, as the config checks
-        "--override=ppo_20q:algorithm.rollout_episodes_per_iter=4",
+        "--override=ppo_20q:algorithm.rollout.episodes_per_iter=4",
     ]
     specs = bench.plan(bench.parse_args([*base, "--trajectories=12", "--eval-every=6", "--ppo-budget-factor=3"]))
     archer, ppo = specs
@@ -199,7 +199,7 @@ def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_eva
     # 3 x 12 = 36 games of 4 per iteration; 4 does not divide 6, so PPO is evaluated every lcm(6, 4) = 12 games.
     assert (ppo.budget, ppo.eval_every) == (36, 12)
     assert ppo.overrides[-2:] == ["algorithm.num_iterations=9", "eval.every_iters=3"]
-    assert ppo.config.algorithm.num_iterations == 9 and ppo.config.algorithm.rollout_episodes_per_iter == 4
+    assert ppo.config.algorithm.num_iterations == 9 and ppo.config.algorithm.rollout.episodes_per_iter == 4
 
     with pytest.raises(
         SystemExit, match="ppo_20q: --ppo-budget-factor x --trajectories=54 must be a positive multiple of 4"

@@ -53,10 +53,10 @@ ARCHER_TINY = [
     "pretrain.actor_micro_batch_size=4",
     "algorithm.num_iterations=2",
     "algorithm.warmup_iters=1",
-    "algorithm.rollout_episodes_per_iter=4",
+    "algorithm.rollout.episodes_per_iter=4",
     "algorithm.critic_steps_per_iter=2",
     "algorithm.critic_batch_size=8",
-    "algorithm.critic_micro_batch_size=4",
+    "algorithm.critic.micro_batch_size=4",
     "algorithm.actor_steps_per_iter=1",
     "algorithm.actor_batch_size=8",
     "algorithm.actor_micro_batch_size=4",
@@ -69,7 +69,7 @@ ARCHER_TINY = [
 def test_archer_city_two_iterations(tmp_path: Path) -> None:
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={tmp_path / 'cache'}", *ARCHER_TINY]
     cfg = compose_run("archer_city", overrides)
-    assert cfg.env.name == "guess_my_city" and cfg.algorithm.gamma == 0.95
+    assert cfg.env.name == "guess_my_city" and cfg.algorithm.critic.gamma == 0.95
     assert compose_run("archer_city").algorithm.warmup_iters == 10
     trainer = build_trainer(cfg, tmp_path / "run")
     critic = snapshot(trainer.algorithm.critic)

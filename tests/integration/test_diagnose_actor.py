@@ -42,7 +42,7 @@ def test_a_tiny_run_trains_the_policy_and_evaluates(
         f"cache_dir={tmp_path / 'cache'}",
         f"run_dir={tmp_path / 'run'}",
         "pretrain=null",
-        "algorithm.rollout_episodes_per_iter=4",
+        "algorithm.rollout.episodes_per_iter=4",
         "algorithm.actor_batch_size=4",
         "algorithm.actor_micro_batch_size=2",
     ]

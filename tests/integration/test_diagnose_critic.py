@@ -45,7 +45,7 @@ def test_a_tiny_run_fits_the_critic_and_scores_the_held_out_games(diagnose: Modu
         f"cache_dir={tmp_path / 'cache'}",
         "pretrain=null",
         "algorithm.critic_batch_size=4",
-        "algorithm.critic_micro_batch_size=2",
+        "algorithm.critic.micro_batch_size=2",
     ]
     args = ["--games", "6", "--holdout", "2", "--steps", "2", "--eval-every", "1"]
     records = diagnose.main([*args, "--json", str(out), *overrides, f"run_dir={tmp_path / 'run'}"])

@@ -50,7 +50,7 @@ def changed(before: dict[str, torch.Tensor], module: torch.nn.Module) -> float:
 def test_archer_two_iterations_train_every_network(name: str, extra: list[str], gamma: float, tmp_path: Path) -> None:
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={tmp_path / 'cache'}", "algorithm.num_iterations=2", *extra]
     cfg = compose_run(name, [*overrides, *ARCHER_TINY])
-    assert cfg.algorithm.gamma == gamma and cfg.pretrain is not None
+    assert cfg.algorithm.critic.gamma == gamma and cfg.pretrain is not None
     trainer = build_trainer(cfg, tmp_path / "run")
     algorithm = trainer.algorithm
     policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))

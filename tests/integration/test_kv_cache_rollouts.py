@@ -34,7 +34,7 @@ def test_two_iterations_with_kv_cache_reuse(tmp_path: Path, name: str) -> None:
     trainer.fit()
     records = read_records(run)
     assert [r["iteration"] for r in records] == [0, 1, 2]
-    assert len(games) == records[2]["env/trajectories"] == 2 * trainer.cfg.algorithm.rollout_episodes_per_iter
+    assert len(games) == records[2]["env/trajectories"] == 2 * trainer.cfg.algorithm.rollout.episodes_per_iter
     # The sampled ids are recorded (PPO trains on them): they decode to the actions the environment received.
     for game in games:
         assert game.action_token_ids is not None

@@ -30,7 +30,7 @@ TINY_OFFLINE = [
     "algorithm.actor_micro_batch_size=4",
     "algorithm.actor_lr=1e-3",
 ]
-TINY_CRITIC = ["algorithm.critic_micro_batch_size=4", "algorithm.critic_lr=1e-3"]
+TINY_CRITIC = ["algorithm.critic.micro_batch_size=4", "algorithm.critic.lr=1e-3"]
 
 
 @pytest.fixture(scope="module")

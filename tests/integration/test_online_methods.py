@@ -35,12 +35,12 @@ PRETRAIN_TINY = [
     "pretrain.actor_micro_batch_size=4",
     "eval.every_iters=2",
     "algorithm.num_iterations=2",
-    "algorithm.rollout_episodes_per_iter=4",
+    "algorithm.rollout.episodes_per_iter=4",
 ]
 CRITIC_TINY = [
     "algorithm.critic_steps_per_iter=2",
     "algorithm.critic_batch_size=8",
-    "algorithm.critic_micro_batch_size=4",
+    "algorithm.critic.micro_batch_size=4",
     "algorithm.generation_batch_size=8",
 ]
 # Two actor steps after one warm-up iteration: a value head initialised to zero passes no gradient to its trunk in

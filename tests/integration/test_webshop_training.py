@@ -31,7 +31,7 @@ def changed(before: dict[str, torch.Tensor], module: torch.nn.Module) -> float:
 def test_archer_webshop_two_iterations_train_every_network(tmp_path: Path) -> None:
     overrides = [*TINY_RUN_OVERRIDES, *SMALL_SHOP, f"cache_dir={tmp_path / 'cache'}", "algorithm.num_iterations=2"]
     cfg = compose_run("archer_webshop", [*overrides, *ARCHER_TINY])
-    assert cfg.algorithm.gamma == 0.9 and cfg.pretrain is not None
+    assert cfg.algorithm.critic.gamma == 0.9 and cfg.pretrain is not None
     trainer = build_trainer(cfg, tmp_path / "run")
     algorithm = trainer.algorithm
     policy, critic, target = (snapshot(m) for m in (trainer.policy.model, algorithm.critic, algorithm.target_critic))

@@ -12,6 +12,7 @@ from archer.config import (
     BCConfig,
     CHAIConfig,
     CriticConfig,
+    CriticTrainingConfig,
     ModelConfig,
     PolicyConfig,
     RunConfig,
@@ -59,7 +60,7 @@ def _run(algorithm, **kwargs) -> RunConfig:
 def test_fingerprint_sees_changed_values_and_algorithm_types_but_not_ignored_keys():
     base = _run(ArcherConfig())
     assert config_fingerprint(base) == config_fingerprint(_run(ArcherConfig()))
-    assert config_fingerprint(base) != config_fingerprint(_run(ArcherConfig(critic_lr=1e-3)))
+    assert config_fingerprint(base) != config_fingerprint(_run(ArcherConfig(critic=CriticTrainingConfig(lr=1e-3))))
     # CHAI's config with all defaults differs from ArCHer's by its type alone.
     assert config_fingerprint(base) != config_fingerprint(_run(CHAIConfig()))
     longer = _run(ArcherConfig(num_iterations=5000))

@@ -16,7 +16,7 @@ from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.critic_updates import CriticLearner, done_flags
 from archer.algorithms.losses import archer_critic_loss, iql_critic_loss
 from archer.algorithms.offline_filtered_bc import buffer_episodes
-from archer.config import ArcherConfig, CriticConfig
+from archer.config import ArcherConfig, CriticConfig, CriticTrainingConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory, TransitionBatch
 from archer.models.critic import DoubleCritic, build_critic
@@ -76,7 +76,7 @@ def test_learner_with_archer_loss_is_archers_critic_step(critic: DoubleCritic, b
     # The shared step must reproduce online ArCHer's critic step exactly, so archer.py can use it unchanged.
     critic.eval()
     twin = copy.deepcopy(critic)
-    cfg = ArcherConfig(gamma=0.9, tau=0.1, critic_lr=1e-3, critic_micro_batch_size=3, max_grad_norm=1.0)
+    cfg = ArcherConfig(critic=CriticTrainingConfig(lr=1e-3, gamma=0.9, tau=0.1, micro_batch_size=3), max_grad_norm=1.0)
     archer = ArcherAlgorithm(cfg, SimpleNamespace(model=torch.nn.Linear(1, 1)), Accelerator(cpu=True), critic=critic)
     learner = _learner(twin, archer_critic_loss)
     batch = buffer.get(np.arange(4))

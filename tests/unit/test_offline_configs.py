@@ -10,8 +10,8 @@ from tests.conftest import compose_run
 
 def test_defaults_are_offline_archers_settings() -> None:
     cfg = OfflineArcherConfig()
-    assert (cfg.gamma, cfg.tau, cfg.critic_lr, cfg.actor_lr) == (0.99, 0.05, 1e-5, 1e-4)
-    assert (cfg.batch_size, cfg.critic_micro_batch_size, cfg.critic_expectile, cfg.inv_temp) == (128, 32, 0.9, 1.0)
+    assert (cfg.critic.gamma, cfg.critic.tau, cfg.critic.lr, cfg.actor_lr) == (0.99, 0.05, 1e-5, 1e-4)
+    assert (cfg.batch_size, cfg.critic.micro_batch_size, cfg.critic_expectile, cfg.inv_temp) == (128, 32, 0.9, 1.0)
     assert cfg.max_weight == 100.0 and cfg.critic_warmup_steps == 0 and cfg.uses_critic and not cfg.online
     assert IQLReinforceConfig().kl_coeff == 0.0 and IQLReinforceConfig().uses_critic
     fbc = OfflineFilteredBCConfig()
@@ -36,9 +36,9 @@ def test_top_level_configs_pick_their_algorithm() -> None:
         ("offline_archer_20q", "algorithm.critic_expectile=1.0", "algorithm.critic_expectile"),
         ("offline_archer_20q", "algorithm.max_weight=0", "algorithm.max_weight"),
         ("offline_archer_20q", "algorithm.inv_temp=-1", "algorithm.inv_temp"),
-        ("offline_archer_20q", "algorithm.tau=0", "algorithm.tau"),
-        ("offline_archer_20q", "algorithm.gamma=1.5", "algorithm.gamma"),
-        ("offline_archer_20q", "algorithm.critic_micro_batch_size=0", "algorithm.critic_micro_batch_size"),
+        ("offline_archer_20q", "algorithm.critic.tau=0", "algorithm.critic.tau"),
+        ("offline_archer_20q", "algorithm.critic.gamma=1.5", "algorithm.critic.gamma"),
+        ("offline_archer_20q", "algorithm.critic.micro_batch_size=0", "algorithm.critic.micro_batch_size"),
         ("offline_archer_20q", "algorithm.critic_warmup_steps=50", "algorithm.critic_warmup_steps"),
         ("iql_reinforce_20q", "algorithm.kl_coeff=1.5", "algorithm.kl_coeff"),
         ("iql_reinforce_20q", "algorithm.generation_batch_size=0", "algorithm.generation_batch_size"),

@@ -1,0 +1,578 @@
+"""Algorithm schemas (config group ``algorithm``).
+
+Settings more than one algorithm has are declared once, in a group: ``rollout`` (``RolloutConfig``, the games an
+online algorithm plays) and ``critic`` (``CriticTrainingConfig``, how the utterance critic trains). An algorithm's
+config has a group exactly when the algorithm does that: ``online`` and ``uses_critic`` read the config's fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omegaconf import MISSING
+
+from archer.config.checks import check, check_choice
+
+V_TARGET_ACTIONS = ("sample", "replay")
+
+
+@dataclass
+class RolloutConfig:
+    """The games an online algorithm plays (``algorithm.rollout``); an algorithm's config has it exactly when the
+    algorithm plays.
+
+    Attributes:
+        episodes_per_iter: games played per iteration with the sampling policy (reference ``rollout_size``: 128).
+        replay_capacity: transitions kept in the trainer's replay buffer, oldest evicted first (paper 10,000; the
+            reference's code 100,000). Only algorithms with a ``critic`` group read the buffer; for the others it
+            only costs memory.
+    """
+
+    episodes_per_iter: int = 128
+    replay_capacity: int = 10_000
+
+    def validate(self, prefix: str = "algorithm.rollout") -> None:
+        check(self.episodes_per_iter > 0, f"{prefix}.episodes_per_iter", "must be positive")
+        check(self.replay_capacity > 0, f"{prefix}.replay_capacity", "must be positive")
+
+
+@dataclass
+class CriticTrainingConfig:
+    """How the utterance critic (``model.critic``) trains (``algorithm.critic``); an algorithm's config has it
+    exactly when the algorithm builds a critic. Defaults are online ArCHer's (the paper's; the reference's value in
+    brackets); the offline algorithms' are OfflineArcher's (``OfflineCriticConfig``).
+
+    Attributes:
+        lr: critic Adam learning rate (2e-5 for Twenty Questions; OfflineArcher: 1e-5).
+        gamma: discount of the Q target ``r + gamma * (1 - done) * Vbar(s')`` (paper: 0.95 for Twenty Questions,
+            0.98 Detective, 0.9 WebShop [0.95 everywhere]; OfflineArcher: 0.99); also the discount of the
+            Monte-Carlo returns an online run's replay buffer stores.
+        tau: Polyak rate of the target critic after every critic step (0.1; OfflineArcher: 0.05).
+        micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
+        bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the paper and the references
+            treat them as terminal: false).
+    """
+
+    lr: float = 2e-5
+    gamma: float = 0.95
+    tau: float = 0.1
+    micro_batch_size: int = 8
+    bootstrap_on_truncation: bool = False
+
+    def validate(self, prefix: str = "algorithm.critic") -> None:
+        check(self.lr > 0, f"{prefix}.lr", "must be positive")
+        check(0 < self.gamma <= 1, f"{prefix}.gamma", "must be in (0, 1]")
+        check(0 < self.tau <= 1, f"{prefix}.tau", "must be in (0, 1]")
+        check(self.micro_batch_size > 0, f"{prefix}.micro_batch_size", "must be positive")
+
+
+@dataclass
+class AlgorithmConfig:
+    """Fields every algorithm has. An online algorithm's config adds a ``rollout`` group (``RolloutConfig``); one
+    that trains the utterance critic adds a ``critic`` group (``CriticTrainingConfig``).
+
+    Attributes:
+        name: which algorithm (``bc``, ...); selects the implementation.
+        num_iterations: training iterations (reference ``iterations``).
+        actor_lr: policy learning rate (reference ``lm_lr``).
+        max_grad_norm: each network's gradient is clipped to this norm before its own optimiser steps.
+        actor_micro_batch_size: rows per forward/backward of the policy; the step's batch is accumulated from
+            micro-batches whose gradients are averaged (the reference summed them).
+    """
+
+    name: str = MISSING
+    num_iterations: int = 100
+    actor_lr: float = 1e-4
+    max_grad_norm: float = 1.0
+    actor_micro_batch_size: int = 8
+
+    @property
+    def online(self) -> bool:
+        """Whether the algorithm plays its own games in the environment: whether its config has a rollout group."""
+        return isinstance(getattr(self, "rollout", None), RolloutConfig)
+
+    @property
+    def uses_critic(self) -> bool:
+        """Whether the algorithm trains the utterance-level critic: whether its config has a critic group."""
+        return isinstance(getattr(self, "critic", None), CriticTrainingConfig)
+
+    def validate(self) -> None:
+        check(self.num_iterations > 0, "algorithm.num_iterations", "must be positive")
+        check(self.actor_lr > 0, "algorithm.actor_lr", "must be positive")
+        check(self.max_grad_norm > 0, "algorithm.max_grad_norm", "must be positive")
+        check(self.actor_micro_batch_size > 0, "algorithm.actor_micro_batch_size", "must be positive")
+        if self.online:
+            self.rollout.validate()
+        if self.uses_critic:
+            self.critic.validate()
+
+
+@dataclass
+class BCConfig(AlgorithmConfig):
+    """Behaviour cloning (supervised fine-tuning) of the policy on an offline dataset.
+
+    Attributes:
+        steps_per_iter: gradient steps per iteration (evaluation and checkpoints happen between iterations).
+        batch_size: transitions per gradient step, drawn uniformly from the dataset.
+        per_token_mean: average the negative log-likelihood over tokens instead of summing it per action (the
+            reference sums).
+        pack_episodes: draw whole episodes (each transition equally likely, as before) and score all turns of an
+            episode in one forward pass over its longest history; exact for history-based environments, where a
+            turn's observation extends the previous one (others fall back to one pass per turn). A step then
+            holds at least ``batch_size`` transitions.
+    """
+
+    name: str = "bc"
+    num_iterations: int = 10
+    steps_per_iter: int = 50
+    batch_size: int = 32
+    per_token_mean: bool = False
+    pack_episodes: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.steps_per_iter > 0, "algorithm.steps_per_iter", "must be positive")
+        check(self.batch_size > 0, "algorithm.batch_size", "must be positive")
+        check(
+            self.batch_size % self.actor_micro_batch_size == 0,
+            "algorithm.batch_size",
+            f"must be a multiple of algorithm.actor_micro_batch_size={self.actor_micro_batch_size}",
+        )
+
+
+@dataclass
+class ArcherConfig(AlgorithmConfig):
+    """Online ArCHer (ARCHER_SPEC.md 1.1): an utterance-level off-policy critic and a token-level policy gradient.
+
+    Defaults are the paper's values where the paper and the reference code differ (the reference's value in
+    brackets); the shipped ``archer_20q`` config scales the schedule down to fit a CPU.
+
+    Attributes:
+        num_iterations: iterations of collect, critic phase, actor phase (reference ``iterations``: 2000).
+        rollout: games per iteration and the replay buffer's size (``RolloutConfig``).
+        critic: the critic's learning rate, discount, Polyak rate, micro-batch size and treatment of truncated
+            games (``CriticTrainingConfig``).
+        critic_steps_per_iter: critic gradient steps per iteration (``epochs``: 50).
+        actor_steps_per_iter: policy gradient steps per iteration (``actor_epochs``: 3).
+        warmup_iters: iterations that train the critic only (``warmup_iter``: 20 for Twenty Questions).
+        critic_batch_size: transitions per critic step (256 = 32 micro-batches of 8 in the reference).
+        actor_batch_size: replay states per actor step (256).
+        actor_lr: policy Adam learning rate (``lm_lr``: 1e-6 for Twenty Questions with GPT-2).
+        generation_batch_size: prompts per ``generate`` call when sampling the critic phase's V-target actions
+            and the actor's actions (large batches instead of the reference's one call per micro-batch).
+        center_advantages: subtract the actor batch's mean utterance advantage before the policy gradient (a
+            constant baseline). ``min(Q1, Q2) - min(V1, V2)`` is biased while the critic is young (every sampled
+            action gets a negative advantage, so every step pushes all samples down and raises the policy's
+            entropy); centring keeps only the ranking of the samples. Off reproduces the paper.
+        v_target_action: the action a at which the target critic's Q gives V(s)'s target. ``sample`` (the paper): a
+            fresh policy sample a~ ~ pi(. | s), so V estimates the current policy's value; sampling them is most of
+            the critic phase's time. ``replay``: the stored action of the transition, so V estimates the value of
+            the recent policies that filled the buffer (SARSA-style), at no generation cost: many more critic steps
+            fit in the same time, which a small CPU run needs. The replay buffer's capacity sets how far behind the
+            current policy that estimate may lag.
+        v_target_pool: P, or ``null`` (the paper). With ``v_target_action: sample``, the V-target actions are the
+            critic phase's generation cost: one fresh sample per critic row. With P, the phase first draws P
+            transitions from the buffer (uniformly, with replacement) and samples one action for each with the
+            current policy; every critic step then draws its batch from those P (uniformly, with replacement), each
+            row with its pool transition's action. The policy does not change during the critic phase, so each row's
+            V target is still ``Qbar(s, a~)`` at a fresh sample of the current policy, and each row is still a
+            uniform draw from the buffer: the same estimator, with rows repeated within a phase, at P generations
+            instead of ``critic_steps_per_iter * critic_batch_size``.
+        q_target_mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * (r + gamma * Vbar(s')) + w * G``
+            (Ostrovski et al., 2017), with G the discounted return the stored game collected from (s, a) (discount
+            ``critic.gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
+            carries the outcome of a 20-turn game back to its first turns at once instead of one Polyak-smoothed
+            step per update, at the price of valuing the buffer's policies rather than the current one.
+        log_advantage_check: before each critic phase, score the iteration's new games with the critic and log how
+            its advantages and values correlate with the returns that followed (``critic/advantage_return_corr``,
+            ``critic/value_return_corr``); one critic forward pass per new move.
+        actor_samples_per_state: K. 1 (the paper): each actor step samples ``actor_batch_size`` replay states, one
+            action each, advantage ``min Q - min V``. K > 1: ``actor_batch_size / K`` states, K actions each, and
+            each action's advantage is its ``min Q`` minus the mean ``min Q`` of its state's K actions: the critic's
+            ranking of the state's own samples, free of the error of a separately learnt V (which, on a young
+            critic, is as large as the differences between actions). Same number of samples per step.
+        kl_coeff: beta of a KL penalty to the starting policy: each sample's advantage becomes
+            ``A - beta * (log pi(a~) - log pi_start(a~))`` (``losses.kl_penalised_reinforce_loss``), pi_start a
+            frozen copy of the starting policy. It keeps the policy from drifting into utterances the critic has
+            never seen and so cannot judge. 0 (the paper) builds no copy. Online ArCHer's own actor only (CHAI's
+            too), not the token-baseline or PPO variants'.
+    """
+
+    name: str = "archer"
+    num_iterations: int = 2000
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    critic: CriticTrainingConfig = field(default_factory=CriticTrainingConfig)
+    critic_steps_per_iter: int = 50
+    actor_steps_per_iter: int = 3
+    warmup_iters: int = 20
+    critic_batch_size: int = 256
+    actor_batch_size: int = 256
+    actor_micro_batch_size: int = 8
+    actor_lr: float = 1e-6
+    generation_batch_size: int = 256
+    center_advantages: bool = False
+    v_target_action: str = "sample"
+    v_target_pool: int | None = None
+    q_target_mc_weight: float = 0.0
+    log_advantage_check: bool = True
+    actor_samples_per_state: int = 1
+    kl_coeff: float = 0.0
+
+    @property
+    def trains_policy(self) -> bool:
+        """Whether the actor phase runs (after ``warmup_iters``)."""
+        return self.actor_steps_per_iter > 0
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("critic_steps_per_iter", "critic_batch_size", "actor_batch_size", "generation_batch_size"):
+            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+        check(self.actor_steps_per_iter >= 0, "algorithm.actor_steps_per_iter", "must be >= 0")
+        check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
+        check(
+            self.warmup_iters < self.num_iterations or not self.trains_policy,
+            "algorithm.warmup_iters",
+            f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
+        )
+        check_choice(self.v_target_action, "algorithm.v_target_action", V_TARGET_ACTIONS)
+        check(self.v_target_pool is None or self.v_target_pool > 0, "algorithm.v_target_pool", "> 0 or null")
+        check(
+            self.v_target_pool is None or self.v_target_action == "sample",
+            "algorithm.v_target_pool",
+            "pools fresh V-target samples; with v_target_action=replay there is nothing to sample (set it to null)",
+        )
+        check(0.0 <= self.q_target_mc_weight <= 1.0, "algorithm.q_target_mc_weight", "must be in [0, 1]")
+        check(
+            self.actor_samples_per_state >= 1 and self.actor_batch_size % self.actor_samples_per_state == 0,
+            "algorithm.actor_samples_per_state",
+            f"must be >= 1 and divide actor_batch_size={self.actor_batch_size}",
+        )
+        check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
+
+
+@dataclass
+class OfflineFilteredBCConfig(BCConfig):
+    """Offline filtered behaviour cloning (ARCHER_SPEC.md 1.6): BC on the dataset's best episodes by return.
+
+    Defaults follow OfflineArcher's ``FilteredBehaviouralCloning`` script: Adam at 1e-4 on batches of 32 with 4
+    accumulated (128 per step), ``filter=0.1``.
+
+    Attributes:
+        filter_fraction: share of the dataset's episodes kept, ranked by undiscounted return: exactly
+            ``max(1, int(filter_fraction * N))`` of the N episodes (ties keep dataset order), so ties at the
+            cutoff never admit extra episodes.
+    """
+
+    name: str = "offline_filtered_bc"
+    batch_size: int = 128
+    actor_micro_batch_size: int = 32
+    actor_lr: float = 1e-4
+    filter_fraction: float = 0.1
+
+    def validate(self) -> None:
+        super().validate()
+        check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
+
+
+@dataclass
+class OfflineCriticConfig(AlgorithmConfig):
+    """Fields shared by the offline algorithms that train the utterance critic with IQL (ARCHER_SPEC.md 1.5, 1.7).
+
+    Every gradient step draws one batch from the dataset and does one critic step then one actor step on it.
+    Defaults are OfflineArcher's (its value in brackets where ours differs).
+
+    Attributes:
+        num_iterations: iterations; evaluation (``eval.every_iters``) and checkpoints happen between them.
+        steps_per_iter: gradient steps per iteration (the reference validated every 250 batches of 32, about 63
+            steps of 128).
+        batch_size: transitions per gradient step, drawn uniformly with replacement (the reference: 4 accumulated
+            batches of 32 from a shuffled pass over the transitions).
+        critic: the critic's training (``CriticTrainingConfig``) at OfflineArcher's values: learning rate 1e-5,
+            discount 0.99, Polyak rate 0.05, micro-batches of 32.
+        actor_micro_batch_size: rows per policy forward/backward.
+        actor_lr: policy Adam learning rate (1e-4).
+        max_grad_norm: each network clips its own gradient to this norm (the reference did not clip).
+        critic_expectile: expectile of the V regression toward the target Q at the dataset action (0.9).
+        critic_warmup_steps: gradient steps, counted over the whole run, that train the critic only (0).
+    """
+
+    num_iterations: int = 1000
+    steps_per_iter: int = 100
+    batch_size: int = 128
+    critic: CriticTrainingConfig = field(
+        default_factory=lambda: CriticTrainingConfig(lr=1e-5, gamma=0.99, tau=0.05, micro_batch_size=32)
+    )
+    actor_micro_batch_size: int = 32
+    actor_lr: float = 1e-4
+    critic_expectile: float = 0.9
+    critic_warmup_steps: int = 0
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("steps_per_iter", "batch_size"):
+            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+        check(0 < self.critic_expectile < 1, "algorithm.critic_expectile", "must be in (0, 1); 0.5 is plain MSE / 2")
+        check(self.critic_warmup_steps >= 0, "algorithm.critic_warmup_steps", "must be >= 0")
+        total = self.num_iterations * self.steps_per_iter
+        check(
+            self.critic_warmup_steps < total,
+            "algorithm.critic_warmup_steps",
+            f"must be below num_iterations * steps_per_iter = {total}, or the policy is never trained",
+        )
+
+
+@dataclass
+class OfflineArcherConfig(OfflineCriticConfig):
+    """Offline ArCHer (ARCHER_SPEC.md 1.5): IQL critic and an advantage-weighted (AWR) actor on dataset actions.
+
+    Attributes:
+        inv_temp: beta of the AWR weight ``exp(beta * A)`` (1.0).
+        max_weight: the AWR weight is clipped to this value, as in IQL; ``null`` leaves it unclipped as
+            OfflineArcher did (a few large advantages then dominate the batch).
+    """
+
+    name: str = "offline_archer"
+    inv_temp: float = 1.0
+    max_weight: float | None = 100.0
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.inv_temp >= 0, "algorithm.inv_temp", "must be >= 0 (0 gives plain BC weights)")
+        check(self.max_weight is None or self.max_weight > 0, "algorithm.max_weight", "must be > 0 or null")
+
+
+@dataclass
+class IQLReinforceConfig(OfflineCriticConfig):
+    """IQL + REINFORCE with an optional KL to a reference policy (ARCHER_SPEC.md 1.7, OfflineArcher ``IQLKL``).
+
+    Attributes:
+        kl_coeff: c in ``(1 - c) * REINFORCE + c * KL(pi || pi_ref)``; 0 is the paper's plain IQL + REINFORCE and
+            builds no reference policy. The reference policy is a frozen copy of the starting policy
+            (``model.policy``, e.g. a BC run's ``policy/`` folder).
+        generation_batch_size: prompts per ``generate`` call when sampling the actor's actions.
+    """
+
+    name: str = "iql_reinforce"
+    kl_coeff: float = 0.0
+    generation_batch_size: int = 128
+
+    def validate(self) -> None:
+        super().validate()
+        check(0 <= self.kl_coeff <= 1, "algorithm.kl_coeff", "must be in [0, 1] (0 = no KL term)")
+        check(self.generation_batch_size > 0, "algorithm.generation_batch_size", "must be positive")
+
+
+@dataclass
+class CHAIConfig(ArcherConfig):
+    """CHAI (ARCHER_SPEC.md 1.2): ArCHer's critic, and actions chosen by reranking policy samples with it.
+
+    Acting samples ``num_candidates`` utterances per state and keeps the one with the highest target-critic
+    ``min(Qbar1, Qbar2)``, for rollouts and for the V target of the critic (an approximate max backup, so the
+    critic is Q-learning-like rather than ArCHer's expected SARSA). Greedy evaluation decodes once, as for every
+    other method (k greedy candidates would all be the same utterance; the reference decoded it five times), unless
+    ``rerank_at_eval``. Every ArCHer field keeps its meaning; the reference's ``chai_20q`` inherited
+    ``critic_lr = lm_lr = 1e-5`` from its default.yaml, hence ``critic.lr`` and ``actor_lr`` 1e-5 here.
+
+    Attributes:
+        num_candidates: k, policy samples reranked per state (reference: 5; at least 2).
+        update_policy: false (default) keeps the policy frozen, as in the original CHAI paper and the ArCHer
+            paper's baseline (the reference's run.py set ``warmup_iter = iterations``); true also runs ArCHer's
+            actor phase after ``warmup_iters`` (REINFORCE on fresh, un-reranked policy samples with the online
+            critic's advantage), as the reference repository's CHAI trainer would when not forced frozen.
+        generation_batch_size: prompts per ``generate`` call; also the candidates scored per target-critic pass.
+        rerank_at_eval: false (default): greedy evaluation is one greedy decode of the policy, the path every other
+            method is evaluated by. true: it is the target critic's choice among the greedy decode and
+            ``num_candidates - 1`` policy samples, which measures the policy with the critic's reranking (k times
+            the generation, sampling noise in the evaluation, and not comparable with the other methods' figures).
+    """
+
+    name: str = "chai"
+    num_candidates: int = 5
+    update_policy: bool = False
+    rerank_at_eval: bool = False
+    critic: CriticTrainingConfig = field(default_factory=lambda: CriticTrainingConfig(lr=1e-5))
+    actor_lr: float = 1e-5
+
+    @property
+    def trains_policy(self) -> bool:
+        """A frozen policy has no actor phase (so its warm-up length cannot be wrong)."""
+        return self.update_policy and super().trains_policy
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.num_candidates >= 2, "algorithm.num_candidates", "must be >= 2 (1 candidate is plain sampling)")
+        check(isinstance(self.rerank_at_eval, bool), "algorithm.rerank_at_eval", "must be true or false")
+        check(
+            self.v_target_action == "sample",
+            "algorithm.v_target_action",
+            "CHAI's V target is always the critic's choice among k policy samples; leave it at 'sample'",
+        )
+
+
+@dataclass
+class FilteredBCConfig(BCConfig):
+    """Online filtered behaviour cloning (ARCHER_SPEC.md 1.3): imitate the best recent games of the policy itself.
+
+    Every iteration plays ``rollout.episodes_per_iter`` games; the algorithm keeps the games of the last
+    ``window_iters`` iterations, ranks them by undiscounted return and runs ``steps_per_iter`` BC steps on the
+    transitions of the top ``filter_fraction`` (a fixed count, so ties at the cutoff never admit everything, unlike
+    the reference's ``>=`` quantile cutoff). No critic is built. Defaults are the reference's ``online_filteredbc``
+    (3 steps of 256 transitions, micro-batches of 8, ``lm_lr`` 1e-5).
+
+    Attributes:
+        num_iterations: iterations of play then BC (reference: 2000).
+        rollout: games per iteration (128) and the trainer's replay buffer, which every online run fills; filtered
+            BC never reads it (it keeps its own window), so it only costs memory (``RolloutConfig``).
+        filter_fraction: share of the window's games imitated: exactly ``max(1, int(filter_fraction * N))`` of N
+            (0.1, the paper's top 10%).
+        window_iters: the window, in iterations, the best games are chosen from (this iteration included);
+            ``null`` keeps every game since the start, as the reference did (memory and checkpoints then grow
+            without bound). The paper describes "recent" rollouts without a number; 10 iterations is our default.
+        warmup_iters: iterations that only play (the reference idled for ``warmup_iter`` = 20; default 0, since
+            BC needs no critic to warm up).
+        steps_per_iter: BC gradient steps per iteration (reference ``actor_epochs``: 3).
+        batch_size: transitions per BC step, drawn uniformly with replacement from the kept games (256).
+    """
+
+    name: str = "filtered_bc"
+    num_iterations: int = 2000
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    filter_fraction: float = 0.1
+    window_iters: int | None = 10
+    warmup_iters: int = 0
+    steps_per_iter: int = 3
+    batch_size: int = 256
+    actor_micro_batch_size: int = 8
+    actor_lr: float = 1e-5
+
+    def validate(self) -> None:
+        super().validate()
+        check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
+        check(self.window_iters is None or self.window_iters > 0, "algorithm.window_iters", "must be > 0 or null")
+        check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
+        check(
+            self.warmup_iters < self.num_iterations,
+            "algorithm.warmup_iters",
+            f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
+        )
+
+
+@dataclass
+class ArcherBaselineConfig(ArcherConfig):
+    """ArCHer with a token-level baseline in the low level (ARCHER_SPEC.md 1.4; dormant code in the reference).
+
+    A value model ``b_t`` is regressed on the utterance advantage A at every token of the fresh policy samples,
+    and the policy gradient uses the residual ``A - b_t``. The value model is a separate causal LM with a scalar
+    head (the paper's optional baseline was a separate GPT-2), loaded like the policy; it never shares parameters
+    or gradients with the policy. Every ArCHer field keeps its meaning.
+
+    Attributes:
+        value_lr: Adam learning rate of the value model.
+        value_max_grad_norm: the value model clips its own gradient to this norm before its own step.
+    """
+
+    name: str = "archer_baseline"
+    value_lr: float = 1e-5
+    value_max_grad_norm: float = 1.0
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.value_lr > 0, "algorithm.value_lr", "must be positive")
+        check(self.value_max_grad_norm > 0, "algorithm.value_max_grad_norm", "must be positive")
+        check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
+
+
+@dataclass
+class ArcherPPOConfig(ArcherConfig):
+    """ArCHer with a PPO low level: the token-level clipped-ratio objective driven by the critic's advantage.
+
+    Each actor step samples utterances at replay states, stores their per-token log-probabilities under the
+    current policy, and takes ``ppo_epochs`` gradient steps on those samples with the clipped ratio; the utterance
+    advantage ``min(Q1, Q2)(s, a) - min(V1, V2)(s)`` is every token's advantage. The reference has only
+    commented-out lines and legacy keys for it (ARCHER_SPEC.md 1.4); RAGEN advertises the combination but does not
+    compute it. Every ArCHer field keeps its meaning.
+
+    Attributes:
+        ppo_epochs: gradient steps on each batch of samples (so ``actor_steps_per_iter * ppo_epochs`` policy
+            steps per iteration).
+        clip_range: eps of the ratio clip ``[1 - eps, 1 + eps]``.
+    """
+
+    name: str = "archer_ppo"
+    ppo_epochs: int = 4
+    clip_range: float = 0.2
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.ppo_epochs > 0, "algorithm.ppo_epochs", "must be positive")
+        check(self.clip_range > 0, "algorithm.clip_range", "must be positive")
+        check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
+
+
+@dataclass
+class PPOConfig(AlgorithmConfig):
+    """Token-level PPO, the on-policy baseline of the paper's "100x" comparison (ARCHER_SPEC.md 1.4, section 6).
+
+    Every iteration plays ``rollout.episodes_per_iter`` games, then runs ``ppo_epochs`` passes over their action
+    tokens in ``num_minibatches`` minibatches of utterances. A multi-turn episode is one token sequence made of its
+    action tokens only (the environment's text is part of the next state, never an action); GAE runs over it with
+    the utterance reward on each utterance's last token, a KL penalty to the frozen starting policy on every token,
+    discount 1 between the tokens of an utterance and ``gamma`` from one utterance to the next. Episodes that end
+    by the turn limit are terminal, as in ArCHer. The value function is a separate causal LM with a scalar head,
+    loaded like the policy. Only the iteration's own games are used (on-policy); the replay buffer is ignored.
+
+    Attributes:
+        num_iterations: iterations of play then update (100 x 1024 games, the scale at which the paper reports PPO).
+        rollout: on-policy games per iteration (1024; the paper: PPO needs at least 1024 per step), and the
+            trainer's replay buffer, which every online run fills; PPO never reads it (``RolloutConfig``).
+        ppo_epochs: passes over the iteration's tokens.
+        num_minibatches: optimiser steps per pass; the utterances are shuffled and split into this many minibatches.
+        clip_range: eps of the ratio clip.
+        value_clip_range: PPO's clip of the value update around the rollout's values; ``null`` is plain MSE.
+        gamma: discount from one utterance to the next (the environment's per-turn discount; PPO trains no
+            utterance critic, so it has no ``critic.gamma``).
+        gae_lambda: GAE lambda, per token.
+        kl_coeff: weight of the per-token KL penalty ``log pi - log pi_ref`` in the rewards.
+        normalize_advantages: standardise the advantages over the iteration's tokens.
+        actor_lr: policy Adam learning rate.
+        value_lr: value model Adam learning rate.
+        value_max_grad_norm: the value model clips its own gradient to this norm.
+        actor_micro_batch_size: utterances per forward/backward (policy and value model).
+        generation_batch_size: prompts per ``generate`` call when playing.
+    """
+
+    name: str = "ppo"
+    num_iterations: int = 100
+    rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(episodes_per_iter=1024))
+    ppo_epochs: int = 4
+    num_minibatches: int = 4
+    clip_range: float = 0.2
+    value_clip_range: float | None = None
+    gamma: float = 0.95
+    gae_lambda: float = 0.95
+    kl_coeff: float = 0.05
+    normalize_advantages: bool = True
+    actor_lr: float = 1e-6
+    value_lr: float = 1e-5
+    value_max_grad_norm: float = 1.0
+    actor_micro_batch_size: int = 8
+    generation_batch_size: int = 256
+
+    def validate(self) -> None:
+        super().validate()
+        for key in (
+            "ppo_epochs",
+            "num_minibatches",
+            "generation_batch_size",
+            "value_lr",
+            "value_max_grad_norm",
+            "clip_range",
+        ):
+            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+        check(self.value_clip_range is None or self.value_clip_range > 0, "algorithm.value_clip_range", "> 0 or null")
+        check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
+        check(0 <= self.gae_lambda <= 1, "algorithm.gae_lambda", "must be in [0, 1]")
+        check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
+
+
+# (new algorithm configs go above this line)

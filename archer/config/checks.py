@@ -1,0 +1,23 @@
+"""The config layer's error and the checks every schema's ``validate`` uses: each failure names its key."""
+
+from __future__ import annotations
+
+from archer.errors import ArcherError
+
+
+class ConfigError(ArcherError, ValueError):
+    """A configuration value or combination that cannot work; the message names the key and the fix."""
+
+
+def check(condition: bool, key: str, message: str) -> None:
+    if not condition:
+        raise ConfigError(f"{key}: {message}")
+
+
+def check_choice(value: str, key: str, choices: tuple[str, ...]) -> None:
+    check(value in choices, key, f"got {value!r}; choose one of {', '.join(choices)}")
+
+
+def check_path(value: str | None, key: str, instead: str) -> None:
+    """A path-like value is null or names something: ``''`` would silently mean the working directory."""
+    check(value is None or bool(value.strip()), key, f"is empty; {instead}")
