@@ -221,7 +221,7 @@ def test_generate_at_states_shares_prefixes_only_when_configured(
 def test_generate_at_states_batches_similar_lengths_and_returns_the_actions_in_order(
     make_policy: Callable[..., LanguagePolicy], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    policy = make_policy()
+    policy = make_policy(share_prefixes=False)
     expected = policy.generate(OBSERVATIONS, greedy=True)
     calls: list[list[str]] = []
     generate = policy.generate
