@@ -213,8 +213,8 @@ def test_token_in_falls_back_to_a_full_encode_when_the_prefix_check_fails(
 
 def test_append_token_ids_needs_reuse_kv_cache() -> None:
     with pytest.raises(ConfigError, match="model.policy.append_token_ids"):
-        PolicyConfig(append_token_ids=True).validate()
-    PolicyConfig(reuse_kv_cache=True, append_token_ids=True).validate()
+        PolicyConfig(reuse_kv_cache=False, append_token_ids=True).validate()
+    PolicyConfig(append_token_ids=True).validate()  # reuse_kv_cache is on by default
 
 
 def test_rollouts_reuse_the_cache_only_where_act_is_one_policy_sample(
