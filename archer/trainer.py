@@ -53,7 +53,7 @@ from archer.checkpointing import (
 from archer.config import POLICY_BODY, RunConfig
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
-from archer.data.rollout import collect_trajectories
+from archer.data.rollout import ActFn, BatchActor, collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import Placement, make_accelerator
 from archer.envs.registry import make_env, make_oracle
@@ -261,7 +261,7 @@ class Trainer:
         """Greedy play of the fixed evaluation games with the current policy (split over processes)."""
         return play(
             self.eval_env,
-            self._greedy_act,
+            self._greedy_actor(),
             self.eval_games.greedy,
             self.placement,
             self.policy.model,
@@ -281,8 +281,10 @@ class Trainer:
             self.progress,
         )
 
-    def _greedy_act(self, observations: list[str]) -> list[str]:
-        return self.algorithm.act(observations, greedy=True)
+    def _greedy_actor(self) -> ActFn | BatchActor:
+        """Greedy play: the algorithm's ``act``, or with ``model.policy.reuse_kv_cache`` its incremental generation,
+        which decodes the same greedy actions (tests/unit/test_incremental_generation.py) at a fraction of the cost."""
+        return self.algorithm.rollout_actor(greedy=True)
 
     def evaluation_metrics(self) -> dict[str, float]:
         """Greedy evaluation metrics (``eval/...``), the sampled ones (``eval/sampled_...``) when configured, and
@@ -291,7 +293,7 @@ class Trainer:
         evaluation = evaluate(
             self.eval_env,
             self.eval_games,
-            greedy_act=self._greedy_act,
+            greedy_act=self._greedy_actor(),
             sampled_act=self.algorithm.rollout_actor(greedy=False) if self.eval_games.sampled else None,
             placement=self.placement,
             model=self.policy.model,

@@ -24,8 +24,8 @@ Switches that do change it, all off by default: ``center_advantages`` (a batch-m
 ``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling), ``q_target_mc_weight``
 (mixed Monte-Carlo Q target), ``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
 minus the mean Q of its state's samples) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
-policy). With ``log_advantage_check`` (on by default) every iteration also logs ``advantage_check`` on the new
-games: how well the critic's advantages track the returns that were observed.
+policy). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every iteration also
+logs ``advantage_check`` on the new games: how well the critic's advantages track the returns that were observed.
 """
 
 from __future__ import annotations

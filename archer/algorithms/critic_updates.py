@@ -24,7 +24,7 @@ from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import CRITIC_ENCODER_EXPORT, check_finite, mean_metrics
+from archer.algorithms.base import CRITIC_ENCODER_EXPORT, check_finite
 from archer.algorithms.losses import mixed_monte_carlo_targets, td_q_targets, utterance_advantage
 from archer.data.trajectory import TransitionBatch
 from archer.models.critic import DoubleCritic, make_target_critic, soft_update
@@ -42,6 +42,25 @@ def summary_stats(prefix: str, values: torch.Tensor) -> dict[str, float]:
         f"{prefix}_max": values.max().item(),
         f"{prefix}_std": values.std(unbiased=False).item(),
     }
+
+
+def length_grouped_micro_batches(texts: list[str], micro_batch_size: int) -> list[list[int]]:
+    """Rows of a batch split into micro-batches of rows of similar lengths: ``texts`` longest first, cut into runs of
+    ``micro_batch_size``, each run in batch order.
+
+    A micro-batch is padded to its longest text, so grouping rows of similar lengths cuts the padding the encoder
+    runs (issue 18: random replay rows range from a game's first turn to its twentieth). The gradient is the batch
+    mean whatever the grouping (``accumulate`` weights each micro-batch by its share), so only floating-point
+    summation order changes. A batch that fits in one micro-batch keeps its order.
+
+    Returns:
+        The micro-batches, as lists of row indices into ``texts``.
+    """
+    size = len(texts)
+    if size <= micro_batch_size:
+        return [list(range(size))]
+    order = sorted(range(size), key=lambda i: -len(texts[i]))
+    return [sorted(order[start : start + micro_batch_size]) for start in range(0, size, micro_batch_size)]
 
 
 def done_flags(batch: TransitionBatch, bootstrap_on_truncation: bool) -> torch.Tensor:
@@ -122,43 +141,45 @@ class CriticLearner:
         batch = batch.to(self.accelerator.device)
         done = done_flags(batch, self.bootstrap_on_truncation)
         size = len(batch)
-        records = []
+        records, values = [], {"q1": [], "v1": [], "target_q1": []}
         self.critic.train(self.dropout)
         try:
-            for start in range(0, size, self.micro_batch_size):
-                end = min(start + self.micro_batch_size, size)
-                observations = batch.observations[start:end]
+            for rows in length_grouped_micro_batches(batch.observations, self.micro_batch_size):
+                index = torch.tensor(rows, device=batch.rewards.device)
+                observations = [batch.observations[i] for i in rows]
                 with torch.no_grad():
                     target = self.target_critic
-                    target_q1, target_q2 = target.q_values(observations, v_target_actions[start:end])
-                    next_v1, next_v2 = target.v_from_embeddings(target.embed(batch.next_observations[start:end]))
-                    rewards, returns = batch.rewards[start:end], batch.mc_returns[start:end]
+                    target_q1, target_q2 = target.q_values(observations, [v_target_actions[i] for i in rows])
+                    next_v1, next_v2 = target.v_from_embeddings(
+                        target.embed([batch.next_observations[i] for i in rows])
+                    )
+                    rewards, returns, row_done = batch.rewards[index], batch.mc_returns[index], done[index]
                     q1_target = mixed_monte_carlo_targets(
-                        td_q_targets(rewards, done[start:end], next_v1, self.gamma), returns, self.mc_weight
+                        td_q_targets(rewards, row_done, next_v1, self.gamma), returns, self.mc_weight
                     )
                     q2_target = mixed_monte_carlo_targets(
-                        td_q_targets(rewards, done[start:end], next_v2, self.gamma), returns, self.mc_weight
+                        td_q_targets(rewards, row_done, next_v2, self.gamma), returns, self.mc_weight
                     )
                 obs_emb = self.critic.embed(observations)
-                q1, q2 = self.critic.q_values(observations, batch.actions[start:end], obs_emb)
+                q1, q2 = self.critic.q_values(observations, [batch.actions[i] for i in rows], obs_emb)
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
                 loss, parts = self.loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
                 check_finite(loss, "critic loss", iteration, step)
-                accumulate(self.accelerator, loss, end - start, size)
+                accumulate(self.accelerator, loss, len(rows), size)
+                # Losses weighted by their micro-batch's share: their sum is the batch's loss whatever the grouping.
+                share = len(rows) / size
                 records.append(
-                    {
-                        "critic/loss": loss.item(),
-                        **{f"critic/{k}": float(v) for k, v in parts.items()},
-                        **summary_stats("critic/q1", q1),
-                        **summary_stats("critic/v1", v1),
-                        **summary_stats("critic/target_q1", q1_target),
-                    }
+                    {"critic/loss": loss.item() * share, **{f"critic/{k}": float(v) * share for k, v in parts.items()}}
                 )
+                for name, tensor in (("q1", q1), ("v1", v1), ("target_q1", q1_target)):
+                    values[name].append(tensor.detach())
         finally:
             self.critic.eval()
         grad_norm = clip_and_step(self.accelerator, self.optimizer, self.critic.parameters(), self.max_grad_norm)
         soft_update(self.target_critic, self.critic, self.tau)
-        metrics = mean_metrics(records)
+        metrics = {key: sum(record[key] for record in records) for key in records[0]}
+        for name, parts in values.items():
+            metrics.update(summary_stats(f"critic/{name}", torch.cat(parts)))
         metrics["critic/grad_norm"] = grad_norm
         return metrics
 

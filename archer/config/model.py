@@ -80,6 +80,8 @@ class PolicyConfig:
             too large to train as full copies (7B). Ignored with one process.
         reuse_kv_cache: rollouts of online algorithms keep each game's token ids and KV cache between turns, so a
             turn feeds only its new tokens (``archer.models.incremental``); off replays the whole history each turn.
+            On by default (issue 18): the same seed samples the same actions either way
+            (tests/unit/test_incremental_generation.py), and a 20-turn rollout costs about half as much.
         append_token_ids: with ``reuse_kv_cache``, token in, token out: append the tokens of the environment's new
             text to each game's ids instead of re-tokenising the whole observation (the ids can then differ from
             what the learner re-tokenises; see ``archer.models.incremental``).
@@ -92,7 +94,8 @@ class PolicyConfig:
             prompt prefixes that several states share once (``archer.models.prefix_generation``): a game's states are
             prefixes of each other, so this saves most of the prefill. Each state still gets its own sample from the
             same distribution; only the order in which random numbers are drawn changes. Rollouts and evaluation are
-            unaffected. Off by default for now.
+            unaffected. On by default (issue 18): at 160 V-target states of 32 games it sampled 1.5-2x faster than
+            the best plain batching on this CPU (docs/speed.md).
     """
 
     name_or_path: str = "embedded"
@@ -114,10 +117,10 @@ class PolicyConfig:
     top_p: float = 1.0
     score_as_sampled: bool = True
     shard: str = "none"
-    reuse_kv_cache: bool = False
+    reuse_kv_cache: bool = True
     append_token_ids: bool = False
     compile: bool = False
-    share_prefixes: bool = False
+    share_prefixes: bool = True
 
     def validate(self, prefix: str = "model.policy") -> None:
         check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', a hub name or a folder")

@@ -266,8 +266,11 @@ def generate_at_states(
 ) -> Generation:
     """One action per replay state, for algorithms that sample at many states at once.
 
-    ``generate_sharing_prefixes`` with ``model.policy.share_prefixes``, else ``policy.generate``; both sample from
-    the same distribution.
+    ``generate_sharing_prefixes`` with ``model.policy.share_prefixes``, else ``policy.generate`` on the states
+    longest first, so each batch of ``batch_size`` holds prompts of similar lengths (issue 18: a batch is padded
+    to its longest prompt, and random replay states range from a game's first turn to its last); the actions come
+    back in the order of ``observations``. Both sample from the same distribution; only the order in which torch's
+    generator is drawn from differs.
 
     Args:
         policy: the language policy.
@@ -280,4 +283,13 @@ def generate_at_states(
     """
     if policy.cfg.share_prefixes:
         return generate_sharing_prefixes(policy, observations, greedy, batch_size)
-    return policy.generate(observations, greedy=greedy, batch_size=batch_size)
+    if batch_size is None or batch_size >= len(observations):
+        return policy.generate(observations, greedy=greedy, batch_size=batch_size)
+    # Text length stands in for token length: exact among the states of one game, close across games.
+    order = sorted(range(len(observations)), key=lambda i: -len(observations[i]))
+    generation = policy.generate([observations[i] for i in order], greedy=greedy, batch_size=batch_size)
+    texts: list[str] = [""] * len(observations)
+    token_ids: list[list[int]] = [[] for _ in observations]
+    for position, i in enumerate(order):
+        texts[i], token_ids[i] = generation.texts[position], generation.token_ids[position]
+    return Generation(texts=texts, token_ids=token_ids)

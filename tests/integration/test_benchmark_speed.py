@@ -41,6 +41,7 @@ def test_every_figure_is_present_positive_and_consistent(
         "algorithm.actor_steps_per_iter=1",
         f"algorithm.actor_batch_size={batch}",
         "algorithm.actor_micro_batch_size=4",
+        "algorithm.log_advantage_check=true",  # off by default; timed as a phase of its own when on
     ]
     out = tmp_path / "speed.json"
     # The paper's method: every phase generates (archer_20q's critic phase uses stored actions and generates none).

@@ -409,7 +409,9 @@ def test_advantage_check_compares_the_critic_with_the_returns_of_unseen_games(tm
     # summing to 1.475, squares to 1.5 and 1.90167: 0.87333.
     assert metrics["critic/value_return_corr"] == pytest.approx(0.8733316, abs=1e-6)
     assert algorithm.advantage_check([]) == {}
-    # The games observe() keeps are checked once, by update(); with the switch off none are kept.
+    # With the switch on (off by default), the games observe() keeps are checked once, by update(); with it off none
+    # are kept.
+    algorithm.cfg = replace(algorithm.cfg, log_advantage_check=True)
     algorithm.observe([game], iteration=1)
     assert algorithm.check_new_games() == metrics and algorithm.check_new_games() == {}
     algorithm.cfg = replace(algorithm.cfg, log_advantage_check=False)

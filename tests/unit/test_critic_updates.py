@@ -13,7 +13,7 @@ import torch
 from accelerate import Accelerator
 
 from archer.algorithms.archer import ArcherAlgorithm
-from archer.algorithms.critic_updates import CriticLearner, done_flags
+from archer.algorithms.critic_updates import CriticLearner, done_flags, length_grouped_micro_batches
 from archer.algorithms.losses import archer_critic_loss, iql_critic_loss
 from archer.algorithms.offline_filtered_bc import buffer_episodes
 from archer.config import ArcherConfig, CriticConfig, CriticTrainingConfig
@@ -87,6 +87,34 @@ def test_learner_with_archer_loss_is_archers_critic_step(critic: DoubleCritic, b
     for ours, theirs in ((twin, critic), (learner.target_critic, archer.target_critic)):
         for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values(), strict=True):
             torch.testing.assert_close(a, b, msg=name)
+
+
+def test_micro_batches_group_rows_of_similar_lengths() -> None:
+    texts = ["a" * 5, "a" * 50, "a", "a" * 30, "a" * 10, "a" * 40]
+    # Longest first in runs of two, each run in batch order: (50, 40), (30, 10), (5, 1).
+    assert length_grouped_micro_batches(texts, 2) == [[1, 5], [3, 4], [0, 2]]
+    assert length_grouped_micro_batches(texts, 4) == [[1, 3, 4, 5], [0, 2]]
+    assert length_grouped_micro_batches(texts, 6) == [list(range(6))]  # one micro-batch keeps the batch order
+    assert sorted(i for rows in length_grouped_micro_batches(texts, 5) for i in rows) == list(range(6))
+
+
+@pytest.mark.parametrize("loss", [archer_critic_loss, partial(iql_critic_loss, expectile=0.9)])
+def test_the_step_does_not_depend_on_how_rows_are_grouped_into_micro_batches(
+    critic: DoubleCritic, buffer: ReplayBuffer, loss
+) -> None:
+    # Rows grouped by length (3 + 1 rows here) give the whole batch's loss, gradient, metrics and updates.
+    twin = copy.deepcopy(critic)
+    grouped, whole = _learner(critic, loss, micro_batch_size=3), _learner(twin, loss, micro_batch_size=4)
+    batch = buffer.get(np.arange(4))
+    assert len({len(obs) for obs in batch.observations}) > 1
+    sampled = ["Is it a cat?", "Is it a pen?", "Is it red?", "Is it small?"]
+    for step in range(2):
+        assert grouped.step(batch, sampled, 1, step) == pytest.approx(
+            whole.step(batch, sampled, 1, step), rel=1e-5, abs=1e-7
+        )
+    for ours, theirs in ((critic, twin), (grouped.target_critic, whole.target_critic)):
+        for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values(), strict=True):
+            torch.testing.assert_close(a, b, msg=name, rtol=1e-5, atol=1e-6)
 
 
 def test_iql_step_moves_the_target_by_polyak_only_and_clears_gradients(

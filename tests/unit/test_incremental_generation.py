@@ -213,8 +213,8 @@ def test_token_in_falls_back_to_a_full_encode_when_the_prefix_check_fails(
 
 def test_append_token_ids_needs_reuse_kv_cache() -> None:
     with pytest.raises(ConfigError, match="model.policy.append_token_ids"):
-        PolicyConfig(append_token_ids=True).validate()
-    PolicyConfig(reuse_kv_cache=True, append_token_ids=True).validate()
+        PolicyConfig(reuse_kv_cache=False, append_token_ids=True).validate()
+    PolicyConfig(append_token_ids=True).validate()  # reuse_kv_cache is on by default
 
 
 def test_rollouts_reuse_the_cache_only_where_act_is_one_policy_sample(
@@ -226,3 +226,23 @@ def test_rollouts_reuse_the_cache_only_where_act_is_one_policy_sample(
             algorithm = cls.__new__(cls)  # rollout_actor reads only the policy
             algorithm.policy = policy
             assert isinstance(algorithm.rollout_actor(greedy=False), IncrementalActor) == expected, cls
+
+
+@pytest.mark.parametrize("kind", ["trained", "noisy"])
+def test_sampled_incremental_play_equals_full_reencoding_with_a_fixed_seed(
+    make_policy: Callable[..., LanguagePolicy], kind: str
+) -> None:
+    # The switch's default (model.policy.reuse_kv_cache) rests on this: with the same seed, sampled rollouts pick the
+    # same actions with and without the kept cache. Each turn is one generate call over the live games in slot order
+    # either way, so torch's generator is drawn in the same order, and the distributions agree up to summation order.
+    policy = make_policy(kind, max_prompt_tokens=116)
+    lengths = [3, 1, 5, 2, 4, 2]
+    env = ScriptedEnv(lengths)
+    torch.manual_seed(123)
+    full = collect_trajectories(env, lambda observations: policy.generate(observations, greedy=False), num_episodes=6)
+    torch.manual_seed(123)
+    incremental = collect_trajectories(env, IncrementalActor(policy, greedy=False), num_episodes=6)
+    for a, b in zip(full, incremental, strict=True):
+        assert a.actions == b.actions
+        assert a.action_token_ids == b.action_token_ids
+    assert len({tuple(map(tuple, t.action_token_ids)) for t in full}) > 2  # the games did differ

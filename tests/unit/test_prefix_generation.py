@@ -218,6 +218,30 @@ def test_generate_at_states_shares_prefixes_only_when_configured(
     assert shared == ([4] if share else [])
 
 
+def test_generate_at_states_batches_similar_lengths_and_returns_the_actions_in_order(
+    make_policy: Callable[..., LanguagePolicy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = make_policy(share_prefixes=False)
+    expected = policy.generate(OBSERVATIONS, greedy=True)
+    calls: list[list[str]] = []
+    generate = policy.generate
+
+    def recording_generate(observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:
+        calls.append(list(observations))
+        return generate(observations, greedy=greedy, batch_size=batch_size)
+
+    monkeypatch.setattr(policy, "generate", recording_generate)
+    assert generate_at_states(policy, OBSERVATIONS, greedy=True, batch_size=4) == expected
+    # One call, longest state first, so each batch of 4 holds similar lengths.
+    (seen,) = calls
+    assert sorted(seen) == sorted(OBSERVATIONS) and [len(o) for o in seen] == sorted(map(len, OBSERVATIONS))[::-1]
+    # Sampled with a seed: each state's action is one of the distribution's, the same multiset of draws.
+    torch.manual_seed(0)
+    sampled = generate_at_states(policy, OBSERVATIONS, greedy=False, batch_size=4)
+    assert len(sampled.texts) == len(OBSERVATIONS)
+    assert [policy.action_text(ids) for ids in sampled.token_ids] == sampled.texts
+
+
 def test_share_prefixes_must_be_a_bool() -> None:
     PolicyConfig(share_prefixes=True).validate()
     with pytest.raises(ConfigError, match="model.policy.share_prefixes"):

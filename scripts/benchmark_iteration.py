@@ -1,0 +1,479 @@
+"""Seconds per phase of a training iteration on any schedule, against the floor of each phase (issue 18).
+
+Usage (from ``scripts/``; Hydra overrides of the run config go after the options and win over the schedule)::
+
+    python benchmark_iteration.py --iterations 3 torch_threads=1          # the issue's schedule, below
+    python benchmark_iteration.py --iterations 3 torch_threads=1 model.policy.reuse_kv_cache=false
+    python benchmark_iteration.py --no-schedule --config-name archer_20q --iterations 2 torch_threads=1
+
+The default schedule (``ISSUE_18_SCHEDULE``, prepended to the overrides; ``--no-schedule`` drops it) is the reference
+ArCHer's own, scaled to a 2-core CPU as issue 18 measured it: ``archer_20q_plain`` with no pretraining (the untrained
+policy never wins, so 32 games of 20 turns give 640 transitions), the full 157-word game, 16 new tokens per
+utterance sampled at temperature 1, a 4 x 256 RoBERTa-architecture critic, 5 critic steps of 32 in micro-batches of 8
+with V targets at fresh policy samples, 1 actor step of 32 in micro-batches of 8, no warm-up. The oracle is the ``t5``
+path of the config (``env.oracle=t5``) with a tiny T5 (2 + 2 layers, width 64, random weights, so its answers are
+noise; what is timed is the oracle's work) built once in the cache folder, as the issue used; ``--oracle
+knowledge_base`` plays the built-in oracle instead.
+
+Each iteration runs the phases of ``Trainer.fit`` in order and times them: rollout (``Trainer.collect``), the
+advantage check (``check_new_games``; only when ``algorithm.log_advantage_check`` is on), the critic phase split into
+V-target generation (every ``generate_at_states`` call it makes) and the rest (forward/backward, optimiser steps,
+target updates), the actor phase split the same way, evaluation (when ``eval.every_iters`` says so) and checkpoint
+(when ``save_every_iters`` says so). ``--warmup-iterations`` run first and are not counted (default 0: the issue's
+numbers include the first iteration).
+
+Floors, measured with bare calls at the shapes the last measured iteration used (on its states), outside the timed
+phases and with the same torch threads:
+
+- rollout, no cache: the model's ``generate`` on each turn's live games, their whole histories left-padded, with
+  the policy's generation settings (what a rollout that re-encodes every turn cannot beat);
+- rollout, kept cache: the same calls continuing from a KV cache of each game's previous-turn prompt (built
+  untimed), so only the new text (last action and answer) and the sampled tokens are run;
+- V-target generation: ``generate`` at the critic phase's states in batches of ``algorithm.generation_batch_size``;
+- critic forward/backward: per micro-batch, the online critic's forward on (s, a) pairs and a backward of its
+  outputs, for as many micro-batches as the phase has; the target critic's forwards are not in the floor;
+- actor: ``generate`` at the actor's states plus the policy's forward/backward on prompt + action, per micro-batch.
+
+The ratio of each phase to its floor is printed, with the reference's per-iteration yardstick from issue 18 (72-100 s,
+57-85 s without its 15 s sleep) and the speed-up against it. The exact overrides used are printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmark_speed import fresh_run_config, generator_of, timed  # noqa: E402
+
+from archer.data.trajectory import Trajectory  # noqa: E402
+from archer.models.incremental import common_prefix_length  # noqa: E402
+from archer.models.policy import LanguagePolicy  # noqa: E402
+
+log = logging.getLogger("benchmark_iteration")
+
+ISSUE_18_SCHEDULE = (
+    "pretrain=null",
+    "env.words=full",
+    "env.batch_size=32",
+    "env.max_turns=20",
+    "algorithm.rollout_episodes_per_iter=32",
+    "model.policy.max_new_tokens=16",
+    "model.policy.temperature=1.0",
+    "model.critic.embedded.n_layer=4",
+    "model.critic.embedded.n_embd=256",
+    "model.critic.embedded.n_head=4",
+    "algorithm.critic_steps_per_iter=5",
+    "algorithm.critic_batch_size=32",
+    "algorithm.critic_micro_batch_size=8",
+    "algorithm.v_target_action=sample",
+    "algorithm.actor_steps_per_iter=1",
+    "algorithm.actor_batch_size=32",
+    "algorithm.actor_micro_batch_size=8",
+    "algorithm.warmup_iters=0",
+    "eval.every_iters=1",
+    "eval.num_episodes=32",
+    "save_every_iters=1",
+    "logging.progress_bars=false",
+)
+#: Issue 18's yardstick: the public ArCHer code on this schedule, seconds per iteration (with and without its sleep).
+REFERENCE_S = (72.0, 100.0)
+REFERENCE_NO_SLEEP_S = (57.0, 85.0)
+PHASES = ("rollout", "advantage_check", "critic_generation", "critic_update", "actor_generation", "actor_update")
+OPTIONAL_PHASES = ("evaluation", "checkpoint")
+
+
+# ---- the tiny T5 oracle --------------------------------------------------------------------------------------------
+
+
+def tiny_t5_oracle(folder: Path) -> Path:
+    """Build (once) a tiny random T5 and its reference-format state dict in ``folder``; returns the state dict path.
+
+    The tokenizer is a byte-level BPE trained on a few Twenty Questions prompts; the model has 2 encoder and 2 decoder
+    layers of width 64. Its answers are noise: only the oracle's cost per turn is of interest here.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    checkpoint = folder / "20q_t5_oracle.pt"
+    if checkpoint.is_file():
+        return checkpoint
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = Tokenizer(models.BPE(unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    text = ["The object is dog.Is it alive?", "The object is chair.Is it made of wood?", "Yes. No. yes no"] * 10
+    raw.train_from_iterator(
+        text,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<pad>", "</s>", "<unk>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    raw.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    config = T5Config(
+        vocab_size=len(tokenizer), d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+        pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+    )  # fmt: skip
+    generator = torch.Generator().manual_seed(0)
+    model = T5ForConditionalGeneration(config)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.05)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    torch.save({"model_state_dict": model.state_dict()}, checkpoint)
+    return checkpoint
+
+
+# ---- phase timing --------------------------------------------------------------------------------------------------
+
+
+class GenerationClock:
+    """Wraps ``generate_at_states`` in the algorithm's module: seconds and states of every call, and the states."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.original = module.generate_at_states
+        self.seconds = 0.0
+        self.states: list[list[str]] = []
+
+    def __enter__(self) -> GenerationClock:
+        def wrapped(policy: LanguagePolicy, observations: list[str], *args: Any, **kwargs: Any) -> Any:
+            result, seconds = timed(lambda: self.original(policy, observations, *args, **kwargs))
+            self.seconds += seconds
+            self.states.append(list(observations))
+            return result
+
+        self.module.generate_at_states = wrapped
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.module.generate_at_states = self.original
+
+
+# ---- floors --------------------------------------------------------------------------------------------------------
+
+
+def _positions(mask: torch.Tensor) -> torch.Tensor:
+    return (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def bare_generate(policy: LanguagePolicy, prompts: list[list[int]], batch_size: int) -> float:
+    """Seconds of the model's ``generate`` at ``prompts`` (ids), ``batch_size`` rows per call, sampling."""
+    generator = generator_of(policy)
+    config = policy._generation_config(greedy=False)
+    seconds = 0.0
+    with torch.no_grad():
+        for start in range(0, len(prompts), batch_size):
+            input_ids, mask = policy.left_pad(prompts[start : start + batch_size])
+            _, s = timed(
+                lambda i=input_ids, m=mask: generator.generate(input_ids=i, attention_mask=m, generation_config=config)
+            )
+            seconds += s
+    return seconds
+
+
+def bare_generate_from_cache(policy: LanguagePolicy, prefixes: list[list[int]], blocks: list[list[int]]) -> float:
+    """Seconds of ``generate`` continuing from a cache of ``prefixes`` (built untimed) with ``blocks`` fed."""
+    from transformers import DynamicCache
+
+    generator = generator_of(policy)
+    config = policy._generation_config(greedy=False)
+    with torch.no_grad():
+        prefix_ids, prefix_mask = policy.left_pad(prefixes)
+        cache = DynamicCache()
+        positions = _positions(prefix_mask)
+        generator(
+            input_ids=prefix_ids,
+            attention_mask=prefix_mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        block_ids, block_mask = policy.left_pad(blocks)
+        mask = torch.cat([prefix_mask, block_mask], dim=1)
+        _, seconds = timed(
+            lambda: generator.generate(
+                input_ids=block_ids, attention_mask=mask, past_key_values=cache, generation_config=config
+            )
+        )
+    return seconds
+
+
+def rollout_floors(policy: LanguagePolicy, games: Sequence[Trajectory], batch_size: int) -> dict[str, float]:
+    """The two rollout floors (module docstring) on the states ``games`` visited, turn by turn."""
+    longest = max(game.length for game in games)
+    prompts = [policy.encode_prompts(game.observations[: game.length]) for game in games]
+    no_cache = kept_cache = 0.0
+    for turn in range(longest):
+        live = [i for i, game in enumerate(games) if turn < game.length]
+        for start in range(0, len(live), batch_size):
+            rows = live[start : start + batch_size]
+            current = [prompts[i][turn] for i in rows]
+            no_cache += bare_generate(policy, current, len(current))
+            if turn == 0:
+                kept_cache += bare_generate(policy, current, len(current))
+                continue
+            shared = [
+                min(common_prefix_length(prompts[i][turn], prompts[i][turn - 1]), len(prompts[i][turn]) - 1)
+                for i in rows
+            ]
+            prefixes = [ids[:n] or ids[:1] for ids, n in zip(current, shared, strict=True)]
+            blocks = [ids[max(n, 1) :] for ids, n in zip(current, shared, strict=True)]
+            kept_cache += bare_generate_from_cache(policy, prefixes, blocks)
+    return {"rollout_no_cache": no_cache, "rollout_kept_cache": kept_cache}
+
+
+def critic_floor(algorithm: Any, states: list[str], actions: list[str], micro_batch: int) -> float:
+    """Seconds of the online critic's forward on (s, a) and a backward, per micro-batch (module docstring)."""
+    critic = algorithm.critic
+    seconds = 0.0
+    for start in range(0, len(states), micro_batch):
+        obs, act = states[start : start + micro_batch], actions[start : start + micro_batch]
+
+        def step(obs: list[str] = obs, act: list[str] = act) -> None:
+            out = critic(obs, act)
+            (out.q1.sum() + out.q2.sum() + out.v1.sum() + out.v2.sum()).backward()
+
+        seconds += timed(step)[1]
+    critic.zero_grad(set_to_none=True)
+    return seconds
+
+
+def policy_update_floor(
+    policy: LanguagePolicy, states: list[str], action_ids: list[list[int]], micro_batch: int
+) -> float:
+    """Seconds of the policy's forward on prompt + action and a backward of the actions' log-probabilities."""
+    model = policy.model
+    prompts = policy.encode_prompts(states)
+    seconds = 0.0
+    for start in range(0, len(states), micro_batch):
+        rows = [
+            p + a
+            for p, a in zip(prompts[start : start + micro_batch], action_ids[start : start + micro_batch], strict=True)
+        ]
+        input_ids, mask = policy.left_pad(rows)
+
+        def step(input_ids: torch.Tensor = input_ids, mask: torch.Tensor = mask) -> None:
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=_positions(mask)).logits
+            logprobs = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, input_ids[:, 1:, None])
+            (logprobs.squeeze(-1) * mask[:, 1:]).sum().backward()
+
+        seconds += timed(step)[1]
+    model.zero_grad(set_to_none=True)
+    return seconds
+
+
+def measure_floors(
+    trainer: Any, games: list[Trajectory], critic_states: list[str], actor_states: list[str]
+) -> dict[str, float]:
+    """Every floor of the module docstring, on the last measured iteration's states."""
+    cfg = trainer.cfg.algorithm
+    policy = trainer.policy
+    floors = rollout_floors(policy, games, trainer.cfg.env.batch_size)
+    batch = getattr(cfg, "generation_batch_size", 32)
+    if critic_states:
+        floors["critic_generation"] = bare_generate(policy, policy.encode_prompts(critic_states), batch)
+    rng = np.random.default_rng(0)
+    if getattr(trainer.algorithm, "critic", None) is not None:
+        samples = cfg.critic_steps_per_iter * cfg.critic_batch_size
+        picked = trainer.buffer.get(rng.integers(0, len(trainer.buffer), size=samples))
+        floors["critic_update"] = critic_floor(
+            trainer.algorithm, picked.observations, picked.actions, cfg.critic_micro_batch_size
+        )
+    if actor_states:
+        prompts = policy.encode_prompts(actor_states)
+        floors["actor_generation"] = bare_generate(policy, prompts, batch)
+        generation = policy.generate(actor_states, greedy=False, batch_size=batch)
+        floors["actor_update"] = policy_update_floor(
+            policy, actor_states, generation.token_ids, cfg.actor_micro_batch_size
+        )
+    return floors
+
+
+# ---- the benchmark -------------------------------------------------------------------------------------------------
+
+
+def run(cfg: Any, run_dir: Path, iterations: int, warmup_iterations: int, floors: bool) -> dict[str, Any]:
+    """Build a trainer for ``cfg`` and time ``iterations`` iterations phase by phase (module docstring)."""
+    import archer.algorithms.archer as archer_module
+    from archer.trainer import build_trainer
+
+    trainer, setup_s = timed(lambda: build_trainer(cfg, run_dir))
+    algorithm = trainer.algorithm
+    if not hasattr(algorithm, "critic_phase"):
+        raise SystemExit(f"benchmark_iteration times ArCHer's phases; {type(algorithm).__name__} has no critic phase")
+    algo = cfg.algorithm
+    played: list[Trajectory] = []
+    original_observe = algorithm.observe
+
+    def observe(trajectories: list[Trajectory], iteration: int) -> None:
+        played[:] = trajectories
+        original_observe(trajectories, iteration)
+
+    algorithm.observe = observe
+    per_iteration: dict[str, list[float]] = {}
+    critic_states: list[str] = []
+    actor_states: list[str] = []
+    for iteration in range(1, warmup_iterations + iterations + 1):
+        seconds: dict[str, float] = {}
+        _, seconds["rollout"] = timed(lambda iteration=iteration: trainer.collect(iteration))
+        if algo.log_advantage_check:
+            _, seconds["advantage_check"] = timed(algorithm.check_new_games)
+        with GenerationClock(archer_module) as clock:
+            _, critic_s = timed(
+                lambda iteration=iteration: algorithm.critic_phase(trainer.buffer, iteration, trainer.rng)
+            )
+        seconds["critic_generation"], seconds["critic_update"] = clock.seconds, critic_s - clock.seconds
+        critic_states = [state for call in clock.states for state in call]
+        if iteration > algo.warmup_iters and algo.actor_steps_per_iter > 0:
+            with GenerationClock(archer_module) as clock:
+                _, actor_s = timed(
+                    lambda iteration=iteration: algorithm.actor_phase(trainer.buffer, iteration, trainer.rng)
+                )
+            seconds["actor_generation"], seconds["actor_update"] = clock.seconds, actor_s - clock.seconds
+            actor_states = [state for call in clock.states for state in call]
+        is_last = iteration == warmup_iterations + iterations
+        if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
+            _, seconds["evaluation"] = timed(trainer.evaluate)
+        if iteration % cfg.save_every_iters == 0 or is_last:
+            _, seconds["checkpoint"] = timed(lambda iteration=iteration: trainer.save(iteration))
+        measured = iteration > warmup_iterations
+        each = " ".join(f"{k}={v:.2f}s" for k, v in seconds.items())
+        log.info("%s iteration %d: %s", "measured" if measured else "warm-up", iteration, each)
+        if measured:
+            for phase, value in seconds.items():
+                per_iteration.setdefault(phase, []).append(value)
+            per_iteration.setdefault("iteration", []).append(sum(seconds.values()))
+    trainer.tracker.finish()
+    mean = {phase: float(np.mean(values)) for phase, values in per_iteration.items()}
+    result: dict[str, Any] = {
+        "torch_threads": torch.get_num_threads(),
+        "setup_s": setup_s,
+        "oracle": cfg.env.oracle,
+        "transitions_per_iteration": sum(game.length for game in played),
+        "phases_s": mean,
+        "phases_s_per_iteration": per_iteration,
+        "reference_s": list(REFERENCE_S),
+        "speedup_vs_reference": [REFERENCE_S[0] / mean["iteration"], REFERENCE_S[1] / mean["iteration"]],
+        "speedup_vs_reference_without_sleep": [
+            REFERENCE_NO_SLEEP_S[0] / mean["iteration"],
+            REFERENCE_NO_SLEEP_S[1] / mean["iteration"],
+        ],
+    }
+    if floors:
+        floor = measure_floors(trainer, played, critic_states, actor_states)
+        result["floors_s"] = floor
+        ratios = {"rollout": mean["rollout"] / floor["rollout_kept_cache"]}
+        ratios["rollout_vs_no_cache_floor"] = mean["rollout"] / floor["rollout_no_cache"]
+        for phase in ("critic_generation", "critic_update", "actor_generation", "actor_update"):
+            if phase in floor and phase in mean and floor[phase] > 0:
+                ratios[phase] = mean[phase] / floor[phase]
+        training = sum(mean.get(p, 0.0) for p in PHASES)
+        floor_total = floor["rollout_kept_cache"] + sum(
+            floor.get(p, 0.0) for p in ("critic_generation", "critic_update", "actor_generation", "actor_update")
+        )
+        ratios["training_phases"] = training / floor_total
+        result["ratio_to_floor"] = ratios
+    return result
+
+
+def format_report(figures: dict[str, Any]) -> str:
+    """The figures as a table."""
+    training = figures["training"]
+    lines = [
+        f"benchmark_iteration: --config-name {figures['config_name']}",
+        f"overrides: {' '.join(figures['overrides'])}",
+        f"oracle: {training['oracle']}{' (tiny random T5, built locally)' if training['oracle'] == 't5' else ''}; "
+        f"torch threads {training['torch_threads']}; {len(training['phases_s_per_iteration']['iteration'])} measured "
+        f"iteration(s); {training['transitions_per_iteration']} transitions in the last rollout",
+        "",
+        f"{'phase':<20}{'s/iteration':>12}{'floor s':>10}{'ratio':>8}   each iteration",
+    ]
+    floors, ratios = training.get("floors_s", {}), training.get("ratio_to_floor", {})
+    for phase in (*PHASES, *OPTIONAL_PHASES, "iteration"):
+        if phase not in training["phases_s"]:
+            continue
+        floor = floors.get("rollout_kept_cache" if phase == "rollout" else phase)
+        ratio = ratios.get(phase)
+        each = " ".join(f"{v:.2f}" for v in training["phases_s_per_iteration"][phase])
+        lines.append(
+            f"{phase:<20}{training['phases_s'][phase]:>12.2f}{'' if floor is None else f'{floor:.2f}':>10}"
+            f"{'' if ratio is None else f'{ratio:.2f}':>8}   {each}"
+        )
+    if floors:
+        lines += [
+            "",
+            f"rollout floor without a kept cache: {floors['rollout_no_cache']:.2f} s "
+            f"(rollout / it: {ratios['rollout_vs_no_cache_floor']:.2f}); with a kept cache: "
+            f"{floors['rollout_kept_cache']:.2f} s",
+            f"training phases (no evaluation, checkpoint) / their floors: {ratios['training_phases']:.2f}",
+        ]
+    low, high = training["speedup_vs_reference"]
+    low_ns, high_ns = training["speedup_vs_reference_without_sleep"]
+    lines.append(
+        f"against the reference's {REFERENCE_S[0]:.0f}-{REFERENCE_S[1]:.0f} s/iteration (issue 18): "
+        f"{low:.2f}-{high:.2f}x; without its sleep ({REFERENCE_NO_SLEEP_S[0]:.0f}-{REFERENCE_NO_SLEEP_S[1]:.0f} s): "
+        f"{low_ns:.2f}-{high_ns:.2f}x"
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Seconds per phase against floors (see the module docstring).")
+    parser.add_argument("--config-name", default="archer_20q_plain", help="top-level file of scripts/config")
+    parser.add_argument("--iterations", type=int, default=3, help="measured iterations (default 3)")
+    parser.add_argument("--warmup-iterations", type=int, default=0, help="iterations run first, not counted (0)")
+    parser.add_argument("--no-schedule", action="store_true", help="do not prepend issue 18's schedule")
+    parser.add_argument("--oracle", choices=("t5", "knowledge_base"), default="t5", help="Twenty Questions oracle")
+    parser.add_argument("--no-floors", action="store_true", help="skip the floors")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON to this file")
+    parser.add_argument("--run-dir", type=Path, default=None, help="keep the run folder here (default: temporary)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. model.policy.reuse_kv_cache=true")
+    args = parser.parse_args(argv)
+    if args.iterations < 1 or args.warmup_iterations < 0:
+        parser.error("--iterations must be >= 1 and --warmup-iterations >= 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark; returns the figures (also written to ``--json``)."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    overrides = [*(() if args.no_schedule else ISSUE_18_SCHEDULE), *args.overrides]
+    with tempfile.TemporaryDirectory(prefix="benchmark_iteration_") as scratch:
+        run_dir = args.run_dir if args.run_dir is not None else Path(scratch) / "run"
+        if args.oracle == "t5" and not any(o.startswith("env.oracle=") for o in args.overrides):
+            probe = fresh_run_config(args.config_name, overrides, run_dir)
+            from archer.utils import resolve_cache_dir
+
+            checkpoint = tiny_t5_oracle(resolve_cache_dir(probe.cache_dir) / "benchmark_tiny_t5_oracle")
+            oracle = ["env.oracle=t5", f"env.oracle_path={checkpoint}", f"env.oracle_base_model={checkpoint.parent}"]
+            overrides = [*overrides[: len(overrides) - len(args.overrides)], *oracle, *args.overrides]
+        cfg = fresh_run_config(args.config_name, overrides, run_dir)
+        start = time.perf_counter()
+        training = run(cfg, run_dir, args.iterations, args.warmup_iterations, floors=not args.no_floors)
+        training["wall_s"] = time.perf_counter() - start
+    figures = {"config_name": args.config_name, "overrides": overrides, "training": training}
+    print(format_report(figures))
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return figures
+
+
+if __name__ == "__main__":
+    main()
