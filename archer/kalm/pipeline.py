@@ -45,7 +45,8 @@ def make_env(cfg: KalmRunConfig) -> ball_env.BallPushEnv:
             "Use env.name=ball_push."
         )
     e = cfg.env
-    return ball_env.BallPushEnv(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon)
+    env_class = ball_env.BallPushContinuousEnv if e.name == "ball_push_continuous" else ball_env.BallPushEnv
+    return env_class(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon)
 
 
 def _done(folder: Path) -> bool:
@@ -96,7 +97,7 @@ def collect_stage(cfg: KalmRunConfig, env, cache: Path) -> tuple[Path, str]:
     return folder, key
 
 
-def ground_stage(cfg: KalmRunConfig, collect_folder: Path, collect_key: str, cache: Path) -> tuple[Path, str]:
+def ground_stage(cfg: KalmRunConfig, env, collect_folder: Path, collect_key: str, cache: Path) -> tuple[Path, str]:
     import torch
 
     from archer.kalm import grounding
@@ -110,7 +111,7 @@ def ground_stage(cfg: KalmRunConfig, collect_folder: Path, collect_key: str, cac
     torch.manual_seed(cfg.data_seed)
     train = kalm_data.load_trajectories(collect_folder / "train.npz")
     validation = kalm_data.load_trajectories(collect_folder / "validation.npz")
-    model = grounding.build_grounded_model(cfg.grounding, ball_env.STATE_DIM, ball_env.NUM_ACTIONS)
+    model = grounding.build_grounded_model(cfg.grounding, env.state_dim, env.action_size, env.action_type)
     rng = np.random.default_rng([cfg.data_seed, 2])
     started = time.time()
     history = grounding.train_grounding(
@@ -282,7 +283,7 @@ def run_kalm(cfg: KalmRunConfig, run_dir: Path) -> dict[str, float]:
     needs_grounding = "real_imagined" in cfg.offline.conditions or cfg.mode in ("ground", "imagine")
     imagine_folder = imagine_key = None
     if needs_grounding:
-        ground_folder, ground_key = ground_stage(cfg, collect_folder, collect_key, cache)
+        ground_folder, ground_key = ground_stage(cfg, env, collect_folder, collect_key, cache)
         metrics.update(json.loads((ground_folder / "metrics.json").read_text()))
         if cfg.mode == "ground":
             return _write(run_dir, metrics, {}, cfg)
@@ -305,7 +306,8 @@ def _write(run_dir: Path, metrics: dict, results: dict, cfg: KalmRunConfig) -> d
     (run_dir / "kalm_metrics.json").write_text(json.dumps(payload, indent=2))
     if summary:
         title = (
-            f"KALM ball-push, {cfg.offline.algorithm} {cfg.offline.steps} steps, {len(cfg.seeds)} seeds (mean ± std)"
+            f"KALM {cfg.env.name.replace('_', '-')}, {cfg.offline.algorithm} {cfg.offline.steps} steps, "
+            f"{len(cfg.seeds)} seeds (mean ± std)"
         )
         table = results_table(summary, cfg.eval.levels)
         (run_dir / "kalm_results.md").write_text(f"{title}\n\n{table}\n")
