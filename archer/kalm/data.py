@@ -7,7 +7,7 @@ A ``TrajectorySet`` of N episodes with horizon T holds
     rewards       float32 [N, T]             1.0 on the step that reaches the goal, else 0.0
     terminals     bool    [N, T]             the goal was reached on this step (the episode ends there)
     masks         bool    [N, T]             valid steps (an episode is valid up to its terminal or T)
-    goals         float32 [N, 12]            goal vector (archer.kalm.env)
+    goals         float32 [N, G]             goal vector (archer.kalm.env: 12; Meta-World: task one-hot)
     instructions  str     [N]                one wording per episode
 It is saved as ``.npz`` without pickles (the stage caches) and read back with ``load_trajectories``.
 """
@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from archer.kalm import env as ball_env
-from archer.kalm import language
 from archer.kalm.errors import KalmDataError, MissingFileError
 
 
@@ -79,8 +78,8 @@ class TrajectorySet:
                     f"{key} has shape {getattr(self, key).shape}, expected {shape} from observations "
                     f"{self.observations.shape} (state and action arrays must describe the same episodes and steps)"
                 )
-        if self.goals.shape != (n, ball_env.GOAL_DIM):
-            raise KalmDataError(f"goals has shape {self.goals.shape}, expected {(n, ball_env.GOAL_DIM)}")
+        if self.goals.ndim != 2 or len(self.goals) != n:
+            raise KalmDataError(f"goals has shape {self.goals.shape}, expected [{n}, goal_dim] (12 for ball pushing)")
 
     def subset(self, rows: np.ndarray) -> TrajectorySet:
         return TrajectorySet(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
@@ -148,7 +147,7 @@ def rollout(
         next_states = env.step(observations[rows, t], chosen, rng)
         observations[rows, t + 1 :] = next_states[:, None]
         actions[rows, t], masks[rows, t] = chosen, True
-        reached = ball_env.success(next_states, goals[rows])
+        reached = env.success(next_states, goals[rows])
         terminals[rows, t] = reached
         active[rows[reached]] = False
     return TrajectorySet(
@@ -178,12 +177,9 @@ def noisy_expert(env: ball_env.BallPushEnv, epsilon: float, rng: np.random.Gener
 def collect(
     env: ball_env.BallPushEnv, split: str, num_episodes: int, epsilon: float, rng: np.random.Generator
 ) -> TrajectorySet:
-    """Real data: ``num_episodes`` expert episodes on goals drawn uniformly from ``split``."""
-    goals = language.split_goals(split)
-    picks = rng.integers(len(goals), size=num_episodes)
-    chosen = [goals[i] for i in picks]
-    instructions = [language.instruction(goal, split, rng) for goal in chosen]
-    return rollout(noisy_expert(env, epsilon, rng), env, language.goal_vectors(chosen), instructions, rng)
+    """Real data: ``num_episodes`` noisy-expert episodes on goals drawn uniformly from ``split``."""
+    goals, instructions, starts = env.sample_episodes(split, num_episodes, rng)
+    return env.play(env.noisy_expert(epsilon, rng), goals, instructions, starts, rng)
 
 
 # ---------------------------------------------------------------------------------------------------------------

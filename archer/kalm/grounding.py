@@ -417,13 +417,15 @@ def collate(examples: list[Example], pad_id: int) -> dict[str, torch.Tensor]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def build_grounded_model(cfg, state_dim: int, num_actions: int, action_type: str = "discrete") -> GroundedLM:
+def build_grounded_model(
+    cfg, state_dim: int, num_actions: int, action_type: str = "discrete", extra_words: list[str] | None = None
+) -> GroundedLM:
     """``cfg`` is a ``KalmGroundingConfig``: ``embedded`` builds the small GPT-2 and word tokenizer; any other
     value is a Hugging Face causal LM name or folder, loaded with its tokenizer (LoRA when ``lora_rank > 0``).
     ``num_actions`` is the number of discrete actions, or the action vector's size when ``action_type`` is
-    ``continuous``."""
+    ``continuous``. ``extra_words`` join the embedded tokenizer's vocabulary (an environment's own words)."""
     if cfg.model == "embedded":
-        tokenizer = build_word_tokenizer()
+        tokenizer = build_word_tokenizer(extra_words)
         lm = build_embedded_lm(tokenizer, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.max_positions)
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -13,7 +13,6 @@ import numpy as np
 import torch
 
 from archer.kalm import env as ball_env
-from archer.kalm import language
 from archer.kalm.data import TrajectorySet
 from archer.kalm.grounding import ACTION, STATE, TEXT, GroundedLM, collate, normalise_text
 
@@ -103,18 +102,16 @@ def imagine_level(
     """Imagined episodes for random goals and wordings of ``level``, from random starts drawn by the env."""
     from archer.kalm.data import concatenate
 
-    goals = language.split_goals(level)
-    chosen = [goals[i] for i in rng.integers(len(goals), size=num_episodes)]
-    instructions = [language.instruction(goal, level, rng) for goal in chosen]
-    vectors = language.goal_vectors(chosen)
-    starts = env.initial_states(vectors, rng)
+    vectors, instructions, starts = env.sample_episodes(level, num_episodes, rng)
+    initial = env.initial_observations(starts)
     parts = [
         imagine(
             model,
             instructions[i : i + batch_size],
-            starts[i : i + batch_size],
+            initial[i : i + batch_size],
             vectors[i : i + batch_size],
             env.horizon,
+            success_fn=env.success,
         )
         for i in range(0, num_episodes, batch_size)
     ]

@@ -18,13 +18,15 @@ import numpy as np
 
 from archer.kalm import env as ball_env
 from archer.kalm import language
-from archer.kalm.data import TrajectorySet, rollout
+from archer.kalm.data import TrajectorySet
 from archer.kalm.errors import KalmConfigError, KalmDataError, require_d3rlpy
 
 
-def policy_observations(states: np.ndarray, goals: np.ndarray, instructions, encoding: str) -> np.ndarray:
-    """``[B, 10]`` states and per-row goals -> ``[B, 10 + goal features]``."""
-    features = language.encode_goals(np.asarray(goals), list(instructions), encoding)
+def policy_observations(states: np.ndarray, goals: np.ndarray, instructions, encoding: str, env=None) -> np.ndarray:
+    """``[B, state_dim]`` states and per-row goals -> ``[B, state_dim + goal features]``; the features come from
+    ``env.goal_features`` (the ball-push encodings of ``archer.kalm.language`` when ``env`` is ``None``)."""
+    encode = language.encode_goals if env is None else env.goal_features
+    features = encode(np.asarray(goals), list(instructions), encoding)
     return np.concatenate([np.asarray(states, np.float32), features], axis=1)
 
 
@@ -39,7 +41,7 @@ class FlatTransitions:
     timeouts: np.ndarray  # [M]
 
 
-def flatten(data: TrajectorySet, encoding: str) -> FlatTransitions:
+def flatten(data: TrajectorySet, encoding: str, env=None) -> FlatTransitions:
     observations, actions, rewards, terminals, timeouts = [], [], [], [], []
     for row in range(len(data)):
         length = int(data.lengths[row])
@@ -49,7 +51,7 @@ def flatten(data: TrajectorySet, encoding: str) -> FlatTransitions:
         steps = length if reached else length + 1
         states = data.observations[row, :steps]
         goals = np.repeat(data.goals[row][None], steps, axis=0)
-        observations.append(policy_observations(states, goals, [data.instructions[row]] * steps, encoding))
+        observations.append(policy_observations(states, goals, [data.instructions[row]] * steps, encoding, env))
         episode_actions = np.zeros((steps, *data.actions.shape[2:]), dtype=data.actions.dtype)
         episode_actions[:length] = data.actions[row, :length]
         actions.append(episode_actions)
@@ -65,11 +67,11 @@ def flatten(data: TrajectorySet, encoding: str) -> FlatTransitions:
     return FlatTransitions(*(np.concatenate(parts) for parts in (observations, actions, rewards, terminals, timeouts)))
 
 
-def to_d3rlpy(data: TrajectorySet, encoding: str):
+def to_d3rlpy(data: TrajectorySet, encoding: str, env=None):
     """A d3rlpy ``MDPDataset`` of ``data``: discrete actions (``NUM_ACTIONS`` of them, stored ``[M, 1]``), or
     continuous float32 action vectors ``[M, action_dim]`` when ``data.continuous``."""
     d3rlpy = require_d3rlpy()
-    flat = flatten(data, encoding)
+    flat = flatten(data, encoding, env)
     if data.continuous:
         actions = flat.actions.astype(np.float32)
         space, size = d3rlpy.constants.ActionSpace.CONTINUOUS, actions.shape[-1]
@@ -169,11 +171,11 @@ def build_algorithm(cfg, seed: int, action_type: str = "discrete"):
     return config.create(device="cpu:0")
 
 
-def train_offline(cfg, data: TrajectorySet, seed: int):
+def train_offline(cfg, data: TrajectorySet, seed: int, env=None):
     """Fit ``cfg.algorithm`` for ``cfg.steps`` gradient steps; returns the fitted algorithm and its last metrics."""
     d3rlpy = require_d3rlpy()
     algorithm = build_algorithm(cfg, seed, "continuous" if data.continuous else "discrete")
-    dataset = to_d3rlpy(data, cfg.goal_encoding)
+    dataset = to_d3rlpy(data, cfg.goal_encoding, env)
     history = algorithm.fit(
         dataset,
         n_steps=cfg.steps,
@@ -185,24 +187,20 @@ def train_offline(cfg, data: TrajectorySet, seed: int):
     return algorithm, (history[-1][1] if history else {})
 
 
-def evaluation_episodes(level: str, num_episodes: int, seed: int, env: ball_env.BallPushEnv):
+def evaluation_episodes(level: str, num_episodes: int, seed: int, env):
     """The fixed evaluation set of ``level``: goals, wordings and starts drawn with ``seed`` alone."""
     rng = np.random.default_rng([seed, language.SPLITS.index(level)])
-    goals = language.split_goals(level)
-    chosen = [goals[i] for i in rng.integers(len(goals), size=num_episodes)]
-    instructions = [language.instruction(goal, level, rng) for goal in chosen]
-    vectors = language.goal_vectors(chosen)
-    return vectors, instructions, env.initial_states(vectors, rng)
+    return env.sample_episodes(level, num_episodes, rng)
 
 
-def success_rate(algorithm, env: ball_env.BallPushEnv, level: str, num_episodes: int, seed: int, encoding: str):
+def success_rate(algorithm, env, level: str, num_episodes: int, seed: int, encoding: str):
     """Greedy success rate of a fitted policy on ``level``'s evaluation episodes."""
     goals, instructions, starts = evaluation_episodes(level, num_episodes, seed, env)
 
     def act(states, goal_rows, rows):
         texts = [instructions[row] for row in rows]
-        return algorithm.predict(policy_observations(states, goal_rows, texts, encoding))
+        return algorithm.predict(policy_observations(states, goal_rows, texts, encoding, env))
 
     rng = np.random.default_rng([seed, 99, language.SPLITS.index(level)])
-    played = rollout(act, env, goals, instructions, rng, initial_states=starts)
+    played = env.play(act, goals, instructions, starts, rng)
     return float(played.successes.mean())

@@ -111,7 +111,9 @@ def ground_stage(cfg: KalmRunConfig, env, collect_folder: Path, collect_key: str
     torch.manual_seed(cfg.data_seed)
     train = kalm_data.load_trajectories(collect_folder / "train.npz")
     validation = kalm_data.load_trajectories(collect_folder / "validation.npz")
-    model = grounding.build_grounded_model(cfg.grounding, env.state_dim, env.action_size, env.action_type)
+    model = grounding.build_grounded_model(
+        cfg.grounding, env.state_dim, env.action_size, env.action_type, extra_words=env.vocabulary()
+    )
     rng = np.random.default_rng([cfg.data_seed, 2])
     started = time.time()
     history = grounding.train_grounding(
@@ -197,7 +199,7 @@ def offline_stage(cfg: KalmRunConfig, env, collect_folder, collect_key, imagine_
                 imagined = [kalm_data.load_trajectories(imagine_folder / f"{lvl}.npz") for lvl in cfg.imagine.levels]
                 data = kalm_data.concatenate([real, *[part for part in imagined if len(part)]])
             started = time.time()
-            algorithm, fit_metrics = offline_rl.train_offline(cfg.offline, data, seed)
+            algorithm, fit_metrics = offline_rl.train_offline(cfg.offline, data, seed, env)
             rates = {
                 level: offline_rl.success_rate(
                     algorithm, env, level, cfg.eval.episodes_per_level, cfg.eval.seed, cfg.offline.goal_encoding
