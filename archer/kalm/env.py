@@ -187,8 +187,8 @@ class BallPushEnv:
         vectors = language.goal_vectors(chosen)
         return vectors, instructions, self.initial_states(vectors, rng)
 
-    def initial_observations(self, starts) -> np.ndarray:
-        """The first states of episodes with these starts (here the starts are the states)."""
+    def initial_observations(self, goals: np.ndarray, starts) -> np.ndarray:
+        """The first states of episodes with these goals and starts (here the starts are the states)."""
         return np.asarray(starts, np.float32)
 
     def play(self, policy, goals: np.ndarray, instructions: list[str], starts, rng: np.random.Generator):

@@ -103,7 +103,7 @@ def imagine_level(
     from archer.kalm.data import concatenate
 
     vectors, instructions, starts = env.sample_episodes(level, num_episodes, rng)
-    initial = env.initial_observations(starts)
+    initial = env.initial_observations(vectors, starts)
     parts = [
         imagine(
             model,

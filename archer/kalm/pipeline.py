@@ -39,11 +39,9 @@ def make_env(cfg: KalmRunConfig) -> ball_env.BallPushEnv:
             "clevr_robot_env code. Use env.name=ball_push (same state, actions, goals and success rule)."
         )
     if cfg.env.name == "metaworld":
-        raise MissingExtraError(
-            "env.name=metaworld (continuous actions; metaworld==3.1.1 with mujoco==3.3.0) is not implemented in this "
-            "project yet: its offline algorithms (BC/CQL/AWAC/TD3+BC) and 91-d observation layout are not ported. "
-            "Use env.name=ball_push."
-        )
+        from archer.kalm.metaworld_env import MetaWorldEnv
+
+        return MetaWorldEnv(horizon=cfg.env.horizon)  # MissingExtraError without the metaworld extra
     e = cfg.env
     env_class = ball_env.BallPushContinuousEnv if e.name == "ball_push_continuous" else ball_env.BallPushEnv
     return env_class(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon)
