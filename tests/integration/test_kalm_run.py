@@ -65,7 +65,8 @@ def test_tiny_kalm_clevr_run_and_cache(tmp_path):
 @pytest.mark.integration
 def test_tiny_continuous_run(tmp_path):
     """The continuous-action env through every stage: MSE action head, imagined action vectors, TD3+BC."""
-    result = run_cli(tmp_path, f"run_dir={tmp_path / 'run'}", *TINY, config="kalm_ball_push_continuous")
+    overrides = [*TINY, "offline.algorithm=td3_plus_bc"]
+    result = run_cli(tmp_path, f"run_dir={tmp_path / 'run'}", *overrides, config="kalm_ball_push_continuous")
     assert result.returncode == 0, result.output[-3000:]
     payload = json.loads((tmp_path / "run" / "kalm_metrics.json").read_text())
     assert payload["config"]["env"]["name"] == "ball_push_continuous"

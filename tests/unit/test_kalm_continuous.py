@@ -284,7 +284,7 @@ def test_continuous_config_composes():
     register_configs()
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
         cfg = to_kalm_config(compose("kalm_ball_push_continuous", overrides=["run_dir=unused"]))
-        assert cfg.env.name == "ball_push_continuous" and cfg.offline.algorithm == "td3_plus_bc"
+        assert cfg.env.name == "ball_push_continuous" and cfg.offline.algorithm == "bc"
         assert isinstance(make_env(cfg), ball_env.BallPushContinuousEnv)
         with pytest.raises(KalmConfigError, match="discrete_bc needs discrete actions"):
             to_kalm_config(
