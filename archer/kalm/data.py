@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from archer.kalm import env as ball_env
+from archer.kalm import language
 from archer.kalm.errors import KalmDataError, MissingFileError
 
 
@@ -147,7 +148,7 @@ def rollout(
         next_states = env.step(observations[rows, t], chosen, rng)
         observations[rows, t + 1 :] = next_states[:, None]
         actions[rows, t], masks[rows, t] = chosen, True
-        reached = env.success(next_states, goals[rows])
+        reached = ball_env.success(next_states, goals[rows])
         terminals[rows, t] = reached
         active[rows[reached]] = False
     return TrajectorySet(
@@ -174,10 +175,54 @@ def noisy_expert(env: ball_env.BallPushEnv, epsilon: float, rng: np.random.Gener
     return act
 
 
-def collect(
-    env: ball_env.BallPushEnv, split: str, num_episodes: int, epsilon: float, rng: np.random.Generator
-) -> TrajectorySet:
+class BallPushSuite:
+    """The interface the pipeline uses to reach an environment, over a ball-push env (``BallPushEnv`` or
+    ``BallPushContinuousEnv``; other attributes pass through). ``archer.kalm.metaworld_env.MetaWorldEnv``
+    implements the same methods itself."""
+
+    def __init__(self, env: ball_env.BallPushEnv):
+        self.env = env
+
+    def __getattr__(self, name: str):
+        return getattr(self.env, name)
+
+    def sample_episodes(self, split: str, num_episodes: int, rng: np.random.Generator):
+        """``num_episodes`` goals of ``split`` drawn uniformly, one wording each, and random starts:
+        (goal vectors ``[N, 12]``, instructions, initial states ``[N, 10]``)."""
+        goals = language.split_goals(split)
+        chosen = [goals[i] for i in rng.integers(len(goals), size=num_episodes)]
+        instructions = [language.instruction(goal, split, rng) for goal in chosen]
+        vectors = language.goal_vectors(chosen)
+        return vectors, instructions, self.env.initial_states(vectors, rng)
+
+    def initial_observations(self, goals: np.ndarray, starts) -> np.ndarray:
+        """The first states of episodes with these goals and starts (here the starts are the states)."""
+        return np.asarray(starts, np.float32)
+
+    def play(self, policy, goals: np.ndarray, instructions: list[str], starts, rng: np.random.Generator):
+        return rollout(policy, self.env, goals, instructions, rng, initial_states=starts)
+
+    def noisy_expert(self, epsilon: float, rng: np.random.Generator):
+        return noisy_expert(self.env, epsilon, rng)
+
+    def success(self, states: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        return ball_env.success(states, goals)
+
+    def goal_features(self, goals: np.ndarray, instructions: list[str], encoding: str) -> np.ndarray:
+        return language.encode_goals(goals, instructions, encoding)
+
+    def vocabulary(self) -> list[str]:
+        return language.vocabulary()
+
+
+def suite(env):
+    """``env`` behind the pipeline's interface (``BallPushSuite``); an env that has it already is returned."""
+    return env if hasattr(env, "sample_episodes") else BallPushSuite(env)
+
+
+def collect(env, split: str, num_episodes: int, epsilon: float, rng: np.random.Generator) -> TrajectorySet:
     """Real data: ``num_episodes`` noisy-expert episodes on goals drawn uniformly from ``split``."""
+    env = suite(env)
     goals, instructions, starts = env.sample_episodes(split, num_episodes, rng)
     return env.play(env.noisy_expert(epsilon, rng), goals, instructions, starts, rng)
 

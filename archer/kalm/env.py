@@ -175,46 +175,6 @@ class BallPushEnv:
     def expert_actions(self, states: np.ndarray, goals: np.ndarray) -> np.ndarray:
         return expert_actions(states, goals, self.step_size)
 
-    # -- the interface the pipeline uses (archer.kalm.metaworld_env.MetaWorldEnv implements the same) ----------
-    def sample_episodes(self, split: str, num_episodes: int, rng: np.random.Generator):
-        """``num_episodes`` goals of ``split`` drawn uniformly, one wording each, and random starts:
-        (goal vectors ``[N, 12]``, instructions, initial states ``[N, 10]``)."""
-        from archer.kalm import language
-
-        goals = language.split_goals(split)
-        chosen = [goals[i] for i in rng.integers(len(goals), size=num_episodes)]
-        instructions = [language.instruction(goal, split, rng) for goal in chosen]
-        vectors = language.goal_vectors(chosen)
-        return vectors, instructions, self.initial_states(vectors, rng)
-
-    def initial_observations(self, goals: np.ndarray, starts) -> np.ndarray:
-        """The first states of episodes with these goals and starts (here the starts are the states)."""
-        return np.asarray(starts, np.float32)
-
-    def play(self, policy, goals: np.ndarray, instructions: list[str], starts, rng: np.random.Generator):
-        """Play one episode per goal from ``starts`` with ``policy`` (``archer.kalm.data.rollout``)."""
-        from archer.kalm.data import rollout
-
-        return rollout(policy, self, goals, instructions, rng, initial_states=starts)
-
-    def noisy_expert(self, epsilon: float, rng: np.random.Generator):
-        from archer.kalm.data import noisy_expert
-
-        return noisy_expert(self, epsilon, rng)
-
-    def success(self, states: np.ndarray, goals: np.ndarray) -> np.ndarray:
-        return success(states, goals)
-
-    def goal_features(self, goals: np.ndarray, instructions: list[str], encoding: str) -> np.ndarray:
-        from archer.kalm import language
-
-        return language.encode_goals(goals, instructions, encoding)
-
-    def vocabulary(self) -> list[str]:
-        from archer.kalm import language
-
-        return language.vocabulary()
-
 
 def expert_actions(states: np.ndarray, goals: np.ndarray, step_size: float, target_distance: float = 0.22):
     """The scripted expert: push the source ball of the first unmet relation towards the point ``target_distance``

@@ -100,8 +100,9 @@ def imagine_level(
     model: GroundedLM, env: ball_env.BallPushEnv, level: str, num_episodes: int, batch_size: int, rng
 ) -> TrajectorySet:
     """Imagined episodes for random goals and wordings of ``level``, from random starts drawn by the env."""
-    from archer.kalm.data import concatenate
+    from archer.kalm.data import concatenate, suite
 
+    env = suite(env)
     vectors, instructions, starts = env.sample_episodes(level, num_episodes, rng)
     initial = env.initial_observations(vectors, starts)
     parts = [

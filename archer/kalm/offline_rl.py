@@ -18,14 +18,14 @@ import numpy as np
 
 from archer.kalm import env as ball_env
 from archer.kalm import language
-from archer.kalm.data import TrajectorySet
+from archer.kalm.data import TrajectorySet, suite
 from archer.kalm.errors import KalmConfigError, KalmDataError, require_d3rlpy
 
 
 def policy_observations(states: np.ndarray, goals: np.ndarray, instructions, encoding: str, env=None) -> np.ndarray:
     """``[B, state_dim]`` states and per-row goals -> ``[B, state_dim + goal features]``; the features come from
     ``env.goal_features`` (the ball-push encodings of ``archer.kalm.language`` when ``env`` is ``None``)."""
-    encode = language.encode_goals if env is None else env.goal_features
+    encode = language.encode_goals if env is None else suite(env).goal_features
     features = encode(np.asarray(goals), list(instructions), encoding)
     return np.concatenate([np.asarray(states, np.float32), features], axis=1)
 
@@ -190,11 +190,12 @@ def train_offline(cfg, data: TrajectorySet, seed: int, env=None):
 def evaluation_episodes(level: str, num_episodes: int, seed: int, env):
     """The fixed evaluation set of ``level``: goals, wordings and starts drawn with ``seed`` alone."""
     rng = np.random.default_rng([seed, language.SPLITS.index(level)])
-    return env.sample_episodes(level, num_episodes, rng)
+    return suite(env).sample_episodes(level, num_episodes, rng)
 
 
 def success_rate(algorithm, env, level: str, num_episodes: int, seed: int, encoding: str):
     """Greedy success rate of a fitted policy on ``level``'s evaluation episodes."""
+    env = suite(env)
     goals, instructions, starts = evaluation_episodes(level, num_episodes, seed, env)
 
     def act(states, goal_rows, rows):

@@ -31,7 +31,9 @@ def stage_key(*parts) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def make_env(cfg: KalmRunConfig) -> ball_env.BallPushEnv:
+def make_env(cfg: KalmRunConfig):
+    """The run's environment behind the pipeline's interface (``archer.kalm.data.BallPushSuite`` or
+    ``MetaWorldEnv``)."""
     if cfg.env.name == "clevr_mujoco":
         raise MissingExtraError(
             "env.name=clevr_mujoco (KALM's MuJoCo CLEVR-Robot) is not implemented in this project yet; it would need "
@@ -44,7 +46,7 @@ def make_env(cfg: KalmRunConfig) -> ball_env.BallPushEnv:
         return MetaWorldEnv(horizon=cfg.env.horizon)  # MissingExtraError without the metaworld extra
     e = cfg.env
     env_class = ball_env.BallPushContinuousEnv if e.name == "ball_push_continuous" else ball_env.BallPushEnv
-    return env_class(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon)
+    return kalm_data.suite(env_class(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon))
 
 
 def _done(folder: Path) -> bool:

@@ -285,7 +285,7 @@ def test_continuous_config_composes():
     with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
         cfg = to_kalm_config(compose("kalm_ball_push_continuous", overrides=["run_dir=unused"]))
         assert cfg.env.name == "ball_push_continuous" and cfg.offline.algorithm == "bc"
-        assert isinstance(make_env(cfg), ball_env.BallPushContinuousEnv)
+        assert isinstance(make_env(cfg).env, ball_env.BallPushContinuousEnv)
         with pytest.raises(KalmConfigError, match="discrete_bc needs discrete actions"):
             to_kalm_config(
                 compose("kalm_ball_push_continuous", overrides=["run_dir=unused", "offline.algorithm=discrete_bc"])

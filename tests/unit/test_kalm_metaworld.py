@@ -133,3 +133,17 @@ def test_tiny_metaworld_pipeline_run(tmp_path):
         metrics = main(compose("kalm_metaworld", overrides=tiny))
     assert "grounding/action_mse" in metrics and "real_imagined/hard_mean" in metrics
     assert (tmp_path / "run" / "kalm_success.png").is_file()
+
+
+def test_kalm_metaworld_composes_without_the_extra():
+    from hydra import compose, initialize_config_dir
+
+    from archer.config import register_configs
+    from archer.kalm.pipeline import to_kalm_config
+    from tests.conftest import CONFIG_DIR
+
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONFIG_DIR)):
+        cfg = to_kalm_config(compose("kalm_metaworld", overrides=["run_dir=unused"]))
+    assert cfg.env.name == "metaworld" and cfg.env.action_type == "continuous" and cfg.env.horizon == 100
+    assert cfg.offline.algorithm == "bc"
