@@ -38,6 +38,8 @@ setup(
         "grid": ["gymnasium>=1.0"],
         # KALM's offline RL (archer/kalm/offline_rl.py): 2.8.0 installs with torch 2.13; 2.8.1 pins gymnasium 1.0.
         "kalm": ["d3rlpy==2.8.0"],
+        # KALM on Meta-World (archer/kalm/metaworld_env.py): metaworld 3.1.1 needs mujoco 3.3.0 (newer breaks it).
+        "metaworld": ["d3rlpy==2.8.0", "metaworld==3.1.1", "mujoco==3.3.0"],
         "dev": ["pytest>=8", "ruff>=0.6", "wandb>=0.17"],
     },
 )

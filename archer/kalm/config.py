@@ -12,8 +12,18 @@ from archer.kalm.errors import KalmConfigError
 
 STAGES = ("collect", "ground", "imagine", "offline", "evaluate")
 MODES = ("all", *STAGES[:-1])
-ENVS = ("ball_push", "clevr_mujoco", "metaworld")
-OFFLINE_ALGORITHMS = ("bc", "cql")
+ENVS = ("ball_push", "ball_push_continuous", "clevr_mujoco", "metaworld")
+#: The action space of each environment (decides which offline algorithms and grounding heads apply).
+ENV_ACTION_TYPES = {
+    "ball_push": "discrete",
+    "ball_push_continuous": "continuous",
+    "clevr_mujoco": "discrete",
+    "metaworld": "continuous",
+}
+#: ``bc`` and ``cql`` follow the env's action space (DiscreteBC/DiscreteCQL or BC/CQL); the others fix it.
+DISCRETE_ALGORITHMS = ("discrete_bc", "discrete_cql")
+CONTINUOUS_ALGORITHMS = ("awac", "td3_plus_bc")
+OFFLINE_ALGORITHMS = ("bc", "cql", *DISCRETE_ALGORITHMS, *CONTINUOUS_ALGORITHMS)
 CONDITIONS = ("real", "real_imagined")
 KEEP = ("all", "success")
 
@@ -39,6 +49,11 @@ class KalmEnvConfig:
     start_range: float = 0.35
     min_gap: float = 0.15
     bound: float = 0.6
+
+    @property
+    def action_type(self) -> str:
+        """``discrete`` or ``continuous`` (``ENV_ACTION_TYPES``)."""
+        return ENV_ACTION_TYPES[self.name]
 
     def validate(self) -> None:
         _check(self.name in ENVS, "env.name", f"got {self.name!r}; choose one of {', '.join(ENVS)}")
@@ -123,6 +138,8 @@ class KalmOfflineConfig:
     learning_rate: float = 1e-3
     hidden_units: list[int] = field(default_factory=lambda: [256, 256])
     cql_alpha: float = 10.0
+    awac_lambda: float = 1.0
+    td3_plus_bc_alpha: float = 2.5
     gamma: float = 0.99
     goal_encoding: str = "relations"
     conditions: list[str] = field(default_factory=lambda: ["real", "real_imagined"])
@@ -133,9 +150,10 @@ class KalmOfflineConfig:
         _check(
             self.algorithm in OFFLINE_ALGORITHMS,
             "offline.algorithm",
-            f"got {self.algorithm!r}; choose one of {', '.join(OFFLINE_ALGORITHMS)} (discrete actions)",
+            f"got {self.algorithm!r}; choose one of {', '.join(OFFLINE_ALGORITHMS)}",
         )
-        _positive(self, "offline", "steps", "batch_size", "learning_rate", "cql_alpha")
+        _positive(self, "offline", "steps", "batch_size", "learning_rate", "cql_alpha", "awac_lambda")
+        _positive(self, "offline", "td3_plus_bc_alpha")
         _check(0 < self.gamma <= 1, "offline.gamma", "must be in (0, 1]")
         _check(bool(self.hidden_units) and min(self.hidden_units) > 0, "offline.hidden_units", "positive sizes")
         _check(self.goal_encoding in GOAL_ENCODINGS, "offline.goal_encoding", f"choose one of {GOAL_ENCODINGS}")
@@ -199,6 +217,12 @@ class KalmRunConfig:
         _check(self.mode in MODES, "mode", f"got {self.mode!r}; choose one of {', '.join(MODES)}")
         for part in (self.env, self.collect, self.grounding, self.imagine, self.offline, self.eval):
             part.validate()
+        check_algorithm_fits_env(self.offline.algorithm, self.env.name)
+        _check(
+            self.collect.kalm_file is None or self.env.action_type == "discrete",
+            "collect.kalm_file",
+            f"KALM's CLEVR trajectory files have discrete actions; env.name={self.env.name} has continuous ones",
+        )
         _check(bool(self.seeds), "seeds", "give at least one seed")
         _check(len(set(self.seeds)) == len(self.seeds), "seeds", f"repeats a seed: {self.seeds}")
         _check(self.torch_threads is None or self.torch_threads > 0, "torch_threads", "must be positive or null")
@@ -207,6 +231,21 @@ class KalmRunConfig:
             self.grounding.model != "embedded" or self.grounding.max_positions >= longest,
             "grounding.max_positions",
             f"must be at least {longest} for horizon {self.env.horizon} (a rollout prompt is 2 * horizon + text)",
+        )
+
+
+def check_algorithm_fits_env(algorithm: str, env_name: str) -> None:
+    """A discrete-action algorithm needs a discrete env, a continuous one a continuous env."""
+    action_type = ENV_ACTION_TYPES.get(env_name)
+    if algorithm in DISCRETE_ALGORITHMS and action_type == "continuous":
+        raise KalmConfigError(
+            f"offline.algorithm: {algorithm} needs discrete actions, but env.name={env_name} has continuous actions; "
+            f"choose one of bc, cql, {', '.join(CONTINUOUS_ALGORITHMS)}"
+        )
+    if algorithm in CONTINUOUS_ALGORITHMS and action_type == "discrete":
+        raise KalmConfigError(
+            f"offline.algorithm: {algorithm} needs continuous actions, but env.name={env_name} has discrete actions; "
+            f"choose one of bc, cql, {', '.join(DISCRETE_ALGORITHMS)} (or env.name=ball_push_continuous)"
         )
 
 

@@ -2,11 +2,12 @@
 
 A ``TrajectorySet`` of N episodes with horizon T holds
     observations  float32 [N, T+1, obs_dim]  states s_0 .. s_T (steps after the end repeat the last state)
-    actions       int64   [N, T]             action a_t taken in s_t
+    actions       int64   [N, T]             action a_t taken in s_t (discrete actions), or
+                  float32 [N, T, action_dim] action vectors (continuous actions, ``BallPushContinuousEnv``)
     rewards       float32 [N, T]             1.0 on the step that reaches the goal, else 0.0
     terminals     bool    [N, T]             the goal was reached on this step (the episode ends there)
     masks         bool    [N, T]             valid steps (an episode is valid up to its terminal or T)
-    goals         float32 [N, 12]            goal vector (archer.kalm.env)
+    goals         float32 [N, G]             goal vector (archer.kalm.env: 12; Meta-World: task one-hot)
     instructions  str     [N]                one wording per episode
 It is saved as ``.npz`` without pickles (the stage caches) and read back with ``load_trajectories``.
 """
@@ -52,12 +53,21 @@ class TrajectorySet:
     def successes(self) -> np.ndarray:
         return self.terminals.any(axis=1)
 
+    @property
+    def continuous(self) -> bool:
+        """Whether the actions are vectors (``[N, T, action_dim]``) rather than indices (``[N, T]``)."""
+        return self.actions.ndim == 3
+
     def validate(self) -> None:
         if self.observations.ndim != 3:
             raise KalmDataError(f"observations must be [N, T+1, obs_dim], got shape {self.observations.shape}")
         n, t_plus_1, _ = self.observations.shape
+        if self.actions.ndim not in (2, 3):
+            raise KalmDataError(
+                f"actions must be [N, T] (discrete) or [N, T, action_dim] (continuous), got shape {self.actions.shape}"
+            )
         expected = {
-            "actions": (n, t_plus_1 - 1),
+            "actions": (n, t_plus_1 - 1, *self.actions.shape[2:]),
             "rewards": (n, t_plus_1 - 1),
             "terminals": (n, t_plus_1 - 1),
             "masks": (n, t_plus_1 - 1),
@@ -69,8 +79,8 @@ class TrajectorySet:
                     f"{key} has shape {getattr(self, key).shape}, expected {shape} from observations "
                     f"{self.observations.shape} (state and action arrays must describe the same episodes and steps)"
                 )
-        if self.goals.shape != (n, ball_env.GOAL_DIM):
-            raise KalmDataError(f"goals has shape {self.goals.shape}, expected {(n, ball_env.GOAL_DIM)}")
+        if self.goals.ndim != 2 or len(self.goals) != n:
+            raise KalmDataError(f"goals has shape {self.goals.shape}, expected [{n}, goal_dim] (12 for ball pushing)")
 
     def subset(self, rows: np.ndarray) -> TrajectorySet:
         return TrajectorySet(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
@@ -85,6 +95,9 @@ def concatenate(sets: list[TrajectorySet]) -> TrajectorySet:
     horizons = {s.horizon for s in sets}
     if len(horizons) != 1:
         raise KalmDataError(f"cannot join trajectory sets of different horizons {sorted(horizons)}")
+    action_shapes = {s.actions.shape[2:] for s in sets}
+    if len(action_shapes) != 1:
+        raise KalmDataError(f"cannot join trajectory sets with different action layouts {sorted(action_shapes)}")
     return TrajectorySet(**{f.name: np.concatenate([getattr(s, f.name) for s in sets]) for f in fields(TrajectorySet)})
 
 
@@ -113,12 +126,15 @@ def rollout(
     rng: np.random.Generator,
     initial_states: np.ndarray | None = None,
 ) -> TrajectorySet:
-    """Play one episode per goal with ``policy(states [B, 10], goals [B, 12], rows [B]) -> actions [B]`` (``rows``
-    index the episodes still running), stopping each episode at success or after ``env.horizon`` steps."""
+    """Play one episode per goal with ``policy(states [B, 10], goals [B, 12], rows [B]) -> actions`` (``[B]``
+    indices, or ``[B, action_dim]`` vectors for a continuous env; ``rows`` index the episodes still running),
+    stopping each episode at success or after ``env.horizon`` steps."""
     n, horizon = len(goals), env.horizon
     states = env.initial_states(goals, rng) if initial_states is None else np.asarray(initial_states, np.float32)
     observations = np.repeat(states[:, None], horizon + 1, axis=1)
-    actions = np.zeros((n, horizon), dtype=np.int64)
+    continuous = env.action_type == "continuous"
+    action_dtype = np.float32 if continuous else np.int64
+    actions = np.zeros((n, horizon, env.action_size) if continuous else (n, horizon), dtype=action_dtype)
     terminals = np.zeros((n, horizon), dtype=bool)
     masks = np.zeros((n, horizon), dtype=bool)
     active = np.ones(n, dtype=bool)
@@ -126,7 +142,9 @@ def rollout(
         rows = np.flatnonzero(active)
         if len(rows) == 0:
             break
-        chosen = np.asarray(policy(observations[rows, t], goals[rows], rows), dtype=np.int64)
+        chosen = np.asarray(policy(observations[rows, t], goals[rows], rows), dtype=action_dtype)
+        if continuous:
+            chosen = chosen.reshape(len(rows), env.action_size)
         next_states = env.step(observations[rows, t], chosen, rng)
         observations[rows, t + 1 :] = next_states[:, None]
         actions[rows, t], masks[rows, t] = chosen, True
@@ -145,26 +163,68 @@ def rollout(
 
 
 def noisy_expert(env: ball_env.BallPushEnv, epsilon: float, rng: np.random.Generator):
-    """The scripted expert, replaced by a uniformly random action with probability ``epsilon``."""
+    """The scripted expert (``env.expert_actions``), replaced by a uniformly random action (``env.random_actions``:
+    one of the 40 pushes, or a vector uniform in [-1, 1]^7) with probability ``epsilon``."""
 
     def act(states: np.ndarray, goals: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        actions = ball_env.expert_actions(states, goals, env.step_size)
+        actions = env.expert_actions(states, goals)
         random = rng.random(len(actions)) < epsilon
-        actions[random] = rng.integers(ball_env.NUM_ACTIONS, size=int(random.sum()))
+        actions[random] = env.random_actions(int(random.sum()), rng)
         return actions
 
     return act
 
 
-def collect(
-    env: ball_env.BallPushEnv, split: str, num_episodes: int, epsilon: float, rng: np.random.Generator
-) -> TrajectorySet:
-    """Real data: ``num_episodes`` expert episodes on goals drawn uniformly from ``split``."""
-    goals = language.split_goals(split)
-    picks = rng.integers(len(goals), size=num_episodes)
-    chosen = [goals[i] for i in picks]
-    instructions = [language.instruction(goal, split, rng) for goal in chosen]
-    return rollout(noisy_expert(env, epsilon, rng), env, language.goal_vectors(chosen), instructions, rng)
+class BallPushSuite:
+    """The interface the pipeline uses to reach an environment, over a ball-push env (``BallPushEnv`` or
+    ``BallPushContinuousEnv``; other attributes pass through). ``archer.kalm.metaworld_env.MetaWorldEnv``
+    implements the same methods itself."""
+
+    def __init__(self, env: ball_env.BallPushEnv):
+        self.env = env
+
+    def __getattr__(self, name: str):
+        return getattr(self.env, name)
+
+    def sample_episodes(self, split: str, num_episodes: int, rng: np.random.Generator):
+        """``num_episodes`` goals of ``split`` drawn uniformly, one wording each, and random starts:
+        (goal vectors ``[N, 12]``, instructions, initial states ``[N, 10]``)."""
+        goals = language.split_goals(split)
+        chosen = [goals[i] for i in rng.integers(len(goals), size=num_episodes)]
+        instructions = [language.instruction(goal, split, rng) for goal in chosen]
+        vectors = language.goal_vectors(chosen)
+        return vectors, instructions, self.env.initial_states(vectors, rng)
+
+    def initial_observations(self, goals: np.ndarray, starts) -> np.ndarray:
+        """The first states of episodes with these goals and starts (here the starts are the states)."""
+        return np.asarray(starts, np.float32)
+
+    def play(self, policy, goals: np.ndarray, instructions: list[str], starts, rng: np.random.Generator):
+        return rollout(policy, self.env, goals, instructions, rng, initial_states=starts)
+
+    def noisy_expert(self, epsilon: float, rng: np.random.Generator):
+        return noisy_expert(self.env, epsilon, rng)
+
+    def success(self, states: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        return ball_env.success(states, goals)
+
+    def goal_features(self, goals: np.ndarray, instructions: list[str], encoding: str) -> np.ndarray:
+        return language.encode_goals(goals, instructions, encoding)
+
+    def vocabulary(self) -> list[str]:
+        return language.vocabulary()
+
+
+def suite(env):
+    """``env`` behind the pipeline's interface (``BallPushSuite``); an env that has it already is returned."""
+    return env if hasattr(env, "sample_episodes") else BallPushSuite(env)
+
+
+def collect(env, split: str, num_episodes: int, epsilon: float, rng: np.random.Generator) -> TrajectorySet:
+    """Real data: ``num_episodes`` noisy-expert episodes on goals drawn uniformly from ``split``."""
+    env = suite(env)
+    goals, instructions, starts = env.sample_episodes(split, num_episodes, rng)
+    return env.play(env.noisy_expert(epsilon, rng), goals, instructions, starts, rng)
 
 
 # ---------------------------------------------------------------------------------------------------------------

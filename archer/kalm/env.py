@@ -10,6 +10,12 @@ A goal is one or two relations ``(source, destination, direction)``. Its vector 
 (-y), 3 right (+x)), two relations side by side: 12 numbers, the second relation all zero when there is one.
 A relation holds when the source ball lies in the 90-degree sector of its direction around the destination ball
 and within ``SUCCESS_DISTANCE`` of it (KALM's ``_success``: 0.13 * 3 + 1e-3).
+
+The continuous-action variant (``BallPushContinuousEnv``, ``env.name=ball_push_continuous``) keeps the state, goal
+vector and success rule; its action is a vector of ``CONTINUOUS_ACTION_DIM`` = 7 numbers in [-1, 1] (the range of
+d3rlpy's tanh policies): 5 ball scores (the ball with the highest score is pushed; the expert writes +1 for it and
+-1 for the others) and a 2-d push ``(dx, dy)``, scaled so the ball moves by ``step_size * (dx, dy)``, with the push
+clipped to length 1 first (a move is never longer than ``step_size``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ RELATION_DIM = NUM_BALLS + 1
 MAX_RELATIONS = 2
 GOAL_DIM = RELATION_DIM * MAX_RELATIONS
 SOURCE, DESTINATION = 1, 2
+#: Continuous actions: 5 ball scores (argmax picks the ball) and a 2-d push, each in [-1, 1].
+CONTINUOUS_ACTION_DIM = NUM_BALLS + 2
 
 Relation = tuple[int, int, int]  # (source ball, destination ball, direction code)
 
@@ -153,8 +161,19 @@ class BallPushEnv:
                     break
         return states
 
+    #: ``discrete``: an action is one of ``action_size`` pushes; ``continuous``: a vector of ``action_size``.
+    action_type = "discrete"
+    action_size = NUM_ACTIONS
+    state_dim = STATE_DIM
+
     def step(self, states: np.ndarray, actions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return step_states(states, actions, self.step_size, self.motion_noise, rng, self.bound)
+
+    def random_actions(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(NUM_ACTIONS, size=count)
+
+    def expert_actions(self, states: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        return expert_actions(states, goals, self.step_size)
 
 
 def expert_actions(states: np.ndarray, goals: np.ndarray, step_size: float, target_distance: float = 0.22):
@@ -171,4 +190,66 @@ def expert_actions(states: np.ndarray, goals: np.ndarray, step_size: float, targ
         target = balls[destination] + target_distance * np.array([np.cos(centre), np.sin(centre)])
         landing = balls[source] + step_size * PUSH_DIRECTIONS
         actions[row] = source * NUM_PUSH_DIRECTIONS + int(np.argmin(np.linalg.norm(landing - target, axis=-1)))
+    return actions
+
+
+def continuous_moves(actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Continuous actions ``[B, 7]`` -> (pushed ball ``[B]``, push ``[B, 2]`` of length <= 1)."""
+    actions = np.asarray(actions, dtype=np.float64)
+    if actions.ndim != 2 or actions.shape[-1] != CONTINUOUS_ACTION_DIM:
+        raise ValueError(f"continuous actions must be [B, {CONTINUOUS_ACTION_DIM}], got shape {actions.shape}")
+    if not np.isfinite(actions).all():
+        raise ValueError("continuous actions must be finite")
+    balls = actions[:, :NUM_BALLS].argmax(axis=-1)
+    push = np.clip(actions[:, NUM_BALLS:], -1.0, 1.0)
+    length = np.linalg.norm(push, axis=-1, keepdims=True)
+    return balls, push / np.maximum(length, 1.0)
+
+
+def step_states_continuous(states: np.ndarray, actions: np.ndarray, step_size: float, noise: float, rng, bound):
+    """Apply one continuous push per state: ``[B, 10]``, ``[B, 7]`` -> next states ``[B, 10]``."""
+    states = np.array(states, dtype=np.float64, copy=True).reshape(-1, NUM_BALLS, 2)
+    balls, push = continuous_moves(np.asarray(actions).reshape(len(states), -1))
+    moves = step_size * push
+    if noise > 0:
+        moves = moves + rng.normal(0.0, noise, size=moves.shape)
+    states[np.arange(len(balls)), balls] += moves
+    return np.clip(states, -bound, bound).reshape(-1, STATE_DIM).astype(np.float32)
+
+
+@dataclass
+class BallPushContinuousEnv(BallPushEnv):
+    """``BallPushEnv`` with continuous actions (``CONTINUOUS_ACTION_DIM`` numbers in [-1, 1]; module docstring)."""
+
+    action_type = "continuous"
+    action_size = CONTINUOUS_ACTION_DIM
+
+    def step(self, states: np.ndarray, actions: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return step_states_continuous(states, actions, self.step_size, self.motion_noise, rng, self.bound)
+
+    def random_actions(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.uniform(-1.0, 1.0, size=(count, CONTINUOUS_ACTION_DIM)).astype(np.float32)
+
+    def expert_actions(self, states: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        return expert_continuous_actions(states, goals, self.step_size)
+
+
+def expert_continuous_actions(
+    states: np.ndarray, goals: np.ndarray, step_size: float, target_distance: float = 0.22
+) -> np.ndarray:
+    """The scripted continuous expert: the same target point as ``expert_actions``, reached by a straight push
+    (one-hot +1/-1 ball scores for the source ball; the push points at the target, at most ``step_size`` long).
+    ``[B, 7]`` float32 actions."""
+    states, goals = np.atleast_2d(states), np.atleast_2d(goals)
+    actions = -np.ones((len(states), CONTINUOUS_ACTION_DIM), dtype=np.float32)
+    for row, (state, goal) in enumerate(zip(states, goals, strict=True)):
+        relations = relations_of(goal)
+        pending = [r for r in relations if not relation_holds(state, r)] or list(relations)
+        source, destination, direction = pending[0]
+        balls = state.reshape(NUM_BALLS, 2).astype(np.float64)
+        centre = np.radians(SECTOR_CENTRES_DEG[direction])
+        target = balls[destination] + target_distance * np.array([np.cos(centre), np.sin(centre)])
+        push = (target - balls[source]) / step_size
+        actions[row, source] = 1.0
+        actions[row, NUM_BALLS:] = push / max(1.0, float(np.linalg.norm(push)))
     return actions

@@ -1,10 +1,12 @@
 """The grounded language model: a causal LM that reads and writes environment vectors (KALM's "Llata").
 
 A state enters through ``Linear(state_dim -> hidden)`` and a discrete action through ``Embedding(num_actions,
-hidden)``; both overwrite the token embeddings at placeholder positions of a text prompt (``#`` state, ``@``
-action, ``^`` the next or terminal state). Three heads read the last hidden state, all next-position: the state
-head (masked MSE), the action head (cross-entropy) and the LM's own head (token cross-entropy). The loss is
-``state_loss_weight * state + action_loss_weight * action + token`` (KALM: 0.5, 0.5, 1).
+hidden)`` (a continuous action vector through ``Linear(action_dim -> hidden)``, as KALM); both overwrite the token
+embeddings at placeholder positions of a text prompt (``#`` state, ``@`` action, ``^`` the next or terminal
+state). Three heads read the last hidden state, all next-position: the state head (masked MSE), the action head
+(cross-entropy over the discrete actions, or masked MSE on the action vector for continuous actions) and the LM's
+own head (token cross-entropy). The loss is ``state_loss_weight * state + action_loss_weight * action + token``
+(KALM: 0.5, 0.5, 1).
 
 The four training patterns (``PATTERNS``), all built from one real episode:
     0 goal -> rollout:   "translate the textual instruction to state action trajectory instruction <text>
@@ -37,6 +39,7 @@ from archer.kalm.data import TrajectorySet
 from archer.kalm.errors import KalmDataError
 
 TEXT, STATE, ACTION = 0, 1, 2
+ACTION_TYPES = ("discrete", "continuous")
 PATTERNS = (0, 1, 2, 3)
 PATTERN_WORDS = (
     "translate the textual instruction to state action trajectory instruction current is after executing we get "
@@ -88,15 +91,30 @@ def normalise_text(text: str) -> str:
 
 
 class GroundedLM(nn.Module):
-    """A causal LM with vector inputs (state projection, action embedding) and state/action heads."""
+    """A causal LM with vector inputs (state projection, action embedding) and state/action heads.
 
-    def __init__(self, lm, tokenizer, state_dim: int, num_actions: int, residual_states: bool = False):
+    With ``action_type="discrete"``, ``num_actions`` is the number of actions (embedding table, logits head); with
+    ``"continuous"`` it is the action vector's size (linear projection in, regression head out).
+    """
+
+    def __init__(
+        self,
+        lm,
+        tokenizer,
+        state_dim: int,
+        num_actions: int,
+        residual_states: bool = False,
+        action_type: str = "discrete",
+    ):
         super().__init__()
+        if action_type not in ACTION_TYPES:
+            raise KalmDataError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
         self.lm, self.tokenizer = lm, tokenizer
         self.state_dim, self.num_actions, self.residual_states = state_dim, num_actions, residual_states
+        self.action_type = action_type
         hidden = lm.get_input_embeddings().embedding_dim
         self.state_in = nn.Linear(state_dim, hidden)
-        self.action_in = nn.Embedding(num_actions, hidden)
+        self.action_in = nn.Linear(num_actions, hidden) if self.continuous else nn.Embedding(num_actions, hidden)
         self.state_head = nn.Linear(hidden, state_dim)
         self.action_head = nn.Linear(hidden, num_actions)
         if tokenizer.pad_token_id is None:
@@ -105,6 +123,24 @@ class GroundedLM(nn.Module):
             kind: tokenizer.encode(f" {mark}", add_special_tokens=False)[-1]
             for kind, mark in ((STATE, "#"), (ACTION, "@"))
         }
+
+    @property
+    def continuous(self) -> bool:
+        return self.action_type == "continuous"
+
+    @property
+    def action_dim(self) -> int | None:
+        """The action vector's size for continuous actions; ``None`` for discrete ones (an index per action)."""
+        return self.num_actions if self.continuous else None
+
+    def prompt_builder(self) -> PromptBuilder:
+        return PromptBuilder(self.tokenizer, self.placeholder_ids, self.state_dim, self.action_dim)
+
+    def predict_actions(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The next action from hidden states ``[..., H]``: the argmax index (discrete) or the regressed vector
+        clipped to the action range [-1, 1] (continuous)."""
+        output = self.action_head(hidden)
+        return output.clamp(-1.0, 1.0) if self.continuous else output.argmax(-1)
 
     # -- persistence ------------------------------------------------------------------------------------------
     def save_pretrained(self, folder: str | Path) -> None:
@@ -121,6 +157,7 @@ class GroundedLM(nn.Module):
                     "state_dim": self.state_dim,
                     "num_actions": self.num_actions,
                     "residual_states": self.residual_states,
+                    "action_type": self.action_type,
                 },
                 indent=2,
             )
@@ -140,6 +177,7 @@ class GroundedLM(nn.Module):
             sizes["state_dim"],
             sizes["num_actions"],
             sizes.get("residual_states", False),
+            sizes.get("action_type", "discrete"),
         )
         missing, unexpected = model.load_state_dict(
             torch.load(folder / "vector_layers.pt", weights_only=True), strict=False
@@ -199,14 +237,20 @@ def grounding_losses(
     """Next-position losses: the output at position t predicts the element at t+1.
 
     state: mean over target positions of the per-position MSE (mean over state dims); action: mean CE over
-    target positions; token: mean CE over target tokens. A term with no targets in the batch is 0.
+    target positions for discrete actions (``batch["actions"]`` integer ``[B, L]``, ``action_logits`` ``[B, L,
+    num_actions]``), or, for continuous actions (``batch["actions"]`` float ``[B, L, A]``, ``action_logits`` the
+    regression head's ``[B, L, A]``), the mean over target positions of the per-position MSE (mean over the
+    action's numbers), like the state loss; token: mean CE over target tokens. A term with no targets is 0.
     """
     state_mask = batch["state_targets"][:, 1:].float()
     action_mask = batch["action_targets"][:, 1:].float()
     token_mask = batch["token_targets"][:, 1:].float()
     per_state = ((state_pred[:, :-1] - batch["states"][:, 1:]) ** 2).mean(-1)
     state_loss = (per_state * state_mask).sum() / state_mask.sum().clamp(min=1)
-    per_action = F.cross_entropy(action_logits[:, :-1].transpose(1, 2), batch["actions"][:, 1:], reduction="none")
+    if batch["actions"].is_floating_point():
+        per_action = ((action_logits[:, :-1] - batch["actions"][:, 1:]) ** 2).mean(-1)
+    else:
+        per_action = F.cross_entropy(action_logits[:, :-1].transpose(1, 2), batch["actions"][:, 1:], reduction="none")
     action_loss = (per_action * action_mask).sum() / action_mask.sum().clamp(min=1)
     per_token = F.cross_entropy(token_logits[:, :-1].transpose(1, 2), batch["input_ids"][:, 1:], reduction="none")
     token_loss = (per_token * token_mask).sum() / token_mask.sum().clamp(min=1)
@@ -226,7 +270,7 @@ class Example:
     input_ids: list[int]
     kinds: list[int]
     states: np.ndarray  # [L, state_dim]
-    actions: list[int]
+    actions: list[int] | np.ndarray  # [L] indices, or [L, action_dim] vectors (continuous actions)
     state_targets: list[bool]
     action_targets: list[bool]
     token_targets: list[bool]
@@ -235,8 +279,20 @@ class Example:
 class PromptBuilder:
     """Turns segments (text, state or action, each marked as a loss target or not) into an ``Example``."""
 
-    def __init__(self, tokenizer, placeholder_ids: dict[int, int], state_dim: int):
+    def __init__(self, tokenizer, placeholder_ids: dict[int, int], state_dim: int, action_dim: int | None = None):
+        """``action_dim``: ``None`` for discrete actions (an index each), else the continuous action's size."""
         self.tokenizer, self.placeholder_ids, self.state_dim = tokenizer, placeholder_ids, state_dim
+        self.action_dim = action_dim
+
+    def _action(self, value=None):
+        if self.action_dim is None:
+            return 0 if value is None else int(value)
+        if value is None:
+            return np.zeros(self.action_dim, np.float32)
+        vector = np.asarray(value, np.float32).reshape(-1)
+        if vector.shape != (self.action_dim,):
+            raise KalmDataError(f"an action vector has {vector.size} numbers, the model's have {self.action_dim}")
+        return vector
 
     def build(self, segments: list[tuple]) -> Example:
         ids, kinds, states, actions, s_tgt, a_tgt, t_tgt = [], [], [], [], [], [], []
@@ -248,16 +304,18 @@ class PromptBuilder:
                 count = len(tokens)
                 ids += tokens
                 states += [np.zeros(self.state_dim, np.float32)] * count
-                actions += [0] * count
+                actions += [self._action()] * count
             else:
                 ids.append(self.placeholder_ids[kind])
                 states.append(np.asarray(value, np.float32) if kind == STATE else np.zeros(self.state_dim, np.float32))
-                actions.append(int(value) if kind == ACTION else 0)
+                actions.append(self._action(value) if kind == ACTION else self._action())
                 count = 1
             kinds += [kind] * count
             s_tgt += [target and kind == STATE] * count
             a_tgt += [target and kind == ACTION] * count
             t_tgt += [target and kind == TEXT] * count
+        if self.action_dim is not None:
+            actions = np.stack(actions) if actions else np.zeros((0, self.action_dim), np.float32)
         return Example(ids, kinds, np.stack(states), actions, s_tgt, a_tgt, t_tgt)
 
 
@@ -335,11 +393,17 @@ def collate(examples: list[Example], pad_id: int) -> dict[str, torch.Tensor]:
     states = torch.zeros(len(examples), width, state_dim)
     for row, example in enumerate(examples):
         states[row, width - len(example.input_ids) :] = torch.from_numpy(example.states)
+    if isinstance(examples[0].actions, np.ndarray):  # continuous: [L, A] float vectors
+        actions = torch.zeros(len(examples), width, examples[0].actions.shape[-1])
+        for row, example in enumerate(examples):
+            actions[row, width - len(example.input_ids) :] = torch.from_numpy(example.actions)
+    else:
+        actions = pad([e.actions for e in examples], 0, torch.long)
     return {
         "input_ids": pad([e.input_ids for e in examples], pad_id, torch.long),
         "kinds": pad([e.kinds for e in examples], TEXT, torch.long),
         "states": states,
-        "actions": pad([e.actions for e in examples], 0, torch.long),
+        "actions": actions,
         "state_targets": pad([e.state_targets for e in examples], False, torch.bool),
         "action_targets": pad([e.action_targets for e in examples], False, torch.bool),
         "token_targets": pad([e.token_targets for e in examples], False, torch.bool),
@@ -353,11 +417,15 @@ def collate(examples: list[Example], pad_id: int) -> dict[str, torch.Tensor]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def build_grounded_model(cfg, state_dim: int, num_actions: int) -> GroundedLM:
+def build_grounded_model(
+    cfg, state_dim: int, num_actions: int, action_type: str = "discrete", extra_words: list[str] | None = None
+) -> GroundedLM:
     """``cfg`` is a ``KalmGroundingConfig``: ``embedded`` builds the small GPT-2 and word tokenizer; any other
-    value is a Hugging Face causal LM name or folder, loaded with its tokenizer (LoRA when ``lora_rank > 0``)."""
+    value is a Hugging Face causal LM name or folder, loaded with its tokenizer (LoRA when ``lora_rank > 0``).
+    ``num_actions`` is the number of discrete actions, or the action vector's size when ``action_type`` is
+    ``continuous``. ``extra_words`` join the embedded tokenizer's vocabulary (an environment's own words)."""
     if cfg.model == "embedded":
-        tokenizer = build_word_tokenizer()
+        tokenizer = build_word_tokenizer(extra_words)
         lm = build_embedded_lm(tokenizer, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.max_positions)
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -368,11 +436,11 @@ def build_grounded_model(cfg, state_dim: int, num_actions: int) -> GroundedLM:
         from peft import LoraConfig, get_peft_model
 
         lm = get_peft_model(lm, LoraConfig(r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank, target_modules="all-linear"))
-    return GroundedLM(lm, tokenizer, state_dim, num_actions, residual_states=cfg.residual_states)
+    return GroundedLM(lm, tokenizer, state_dim, num_actions, cfg.residual_states, action_type)
 
 
 def sample_batch(model: GroundedLM, data: TrajectorySet, patterns: list[int], size: int, rng) -> dict:
-    builder = PromptBuilder(model.tokenizer, model.placeholder_ids, model.state_dim)
+    builder = model.prompt_builder()
     rows = rng.integers(len(data), size=size)
     chosen = rng.choice(patterns, size=size)
     examples = [episode_example(builder, data, int(r), int(p), rng) for r, p in zip(rows, chosen, strict=True)]
@@ -384,7 +452,18 @@ def check_sizes(model: GroundedLM, data: TrajectorySet) -> None:
         raise KalmDataError(
             f"the data's states have {data.observations.shape[-1]} numbers, the grounded model's {model.state_dim}"
         )
-    if data.actions.max(initial=0) >= model.num_actions:
+    if data.continuous != model.continuous:
+        raise KalmDataError(
+            f"the data has {'continuous' if data.continuous else 'discrete'} actions, the grounded model "
+            f"{model.action_type} ones"
+        )
+    if model.continuous:
+        if data.actions.shape[-1] != model.num_actions:
+            raise KalmDataError(
+                f"the data's action vectors have {data.actions.shape[-1]} numbers, the grounded model's "
+                f"{model.num_actions}"
+            )
+    elif data.actions.max(initial=0) >= model.num_actions:
         raise KalmDataError(f"the data has action {data.actions.max()}, the model knows {model.num_actions} actions")
 
 
@@ -424,11 +503,12 @@ def train_grounding(model: GroundedLM, data: TrajectorySet, cfg, rng, log=None) 
 def measure_grounding(model: GroundedLM, data: TrajectorySet, rng, batch_size: int = 128) -> dict[str, float]:
     """On held-out real episodes: one-step state error (pattern 1, every transition; MSE and mean absolute
     error, next to the error of predicting "nothing moves"), and action accuracy of the goal->rollout pattern
-    with the real trajectory as context (teacher forcing)."""
+    with the real trajectory as context (teacher forcing). For continuous actions the action measure is the
+    MSE of the predicted action vector (``grounding/action_mse``) instead of the accuracy."""
     check_sizes(model, data)
-    builder = PromptBuilder(model.tokenizer, model.placeholder_ids, model.state_dim)
+    builder = model.prompt_builder()
     model.eval()
-    squared, absolute, still, count, correct, actions = 0.0, 0.0, 0.0, 0, 0, 0
+    squared, absolute, still, count, correct, actions, action_squared = 0.0, 0.0, 0.0, 0, 0, 0, 0.0
     transitions = [(row, t) for row in range(len(data)) for t in range(int(data.lengths[row]))]
     for start in range(0, len(transitions), batch_size):
         chunk = transitions[start : start + batch_size]
@@ -453,13 +533,20 @@ def measure_grounding(model: GroundedLM, data: TrajectorySet, rng, batch_size: i
         examples = [episode_example(builder, data, row, 0, rng) for row in rows[start : start + batch_size]]
         batch = collate(examples, model.tokenizer.pad_token_id)
         hidden, _ = model.hidden_states(batch)
-        predicted = model.action_head(hidden[:, :-1]).argmax(-1)
+        predicted = model.predict_actions(hidden[:, :-1])
         mask = batch["action_targets"][:, 1:]
-        correct += int(((predicted == batch["actions"][:, 1:]) & mask).sum())
+        if model.continuous:
+            action_squared += float((((predicted - batch["actions"][:, 1:]) ** 2).mean(-1) * mask).sum())
+        else:
+            correct += int(((predicted == batch["actions"][:, 1:]) & mask).sum())
         actions += int(mask.sum())
-    return {
+    measures = {
         "grounding/one_step_state_mse": squared / max(count, 1),
         "grounding/one_step_state_mae": absolute / max(count, 1),
         "grounding/no_motion_state_mse": still / max(count, 1),
-        "grounding/action_accuracy": correct / max(actions, 1),
     }
+    if model.continuous:
+        measures["grounding/action_mse"] = action_squared / max(actions, 1)
+    else:
+        measures["grounding/action_accuracy"] = correct / max(actions, 1)
+    return measures

@@ -1,10 +1,10 @@
 """Imagined rollouts: the grounded model plays the goal->rollout pattern greedily for goals without real data.
 
 From the pattern-0 prompt (instruction, then the initial state), each step takes the action head's argmax at the
-last state, writes that action, and reads the next state from the state head at the action's position. The
-environment's success rule, applied to each imagined state, ends an episode; imagined rewards are the same rule
-(1.0 on the step that reaches the goal). Generation re-runs the whole prompt each step (no KV cache): prompts
-are at most ``2 * horizon + ~20`` positions.
+last state (for continuous actions: the regressed action vector, clipped to [-1, 1]), writes that action, and
+reads the next state from the state head at the action's position. The environment's success rule, applied to
+each imagined state, ends an episode; imagined rewards are the same rule (1.0 on the step that reaches the goal).
+Generation re-runs the whole prompt each step (no KV cache): prompts are at most ``2 * horizon + ~20`` positions.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import numpy as np
 import torch
 
 from archer.kalm import env as ball_env
-from archer.kalm import language
 from archer.kalm.data import TrajectorySet
-from archer.kalm.grounding import ACTION, STATE, TEXT, GroundedLM, PromptBuilder, collate, normalise_text
+from archer.kalm.grounding import ACTION, STATE, TEXT, GroundedLM, collate, normalise_text
 
 
 @torch.no_grad()
@@ -30,7 +29,7 @@ def imagine(
     """One greedy imagined episode per instruction (one batch; split large sets with ``imagine_in_batches``)."""
     model.eval()
     n = len(instructions)
-    builder = PromptBuilder(model.tokenizer, model.placeholder_ids, model.state_dim)
+    builder = model.prompt_builder()
     head = "translate the textual instruction to state action trajectory instruction"
     examples = [
         builder.build(
@@ -40,13 +39,16 @@ def imagine(
     ]
     batch = collate(examples, model.tokenizer.pad_token_id)
     observations = np.repeat(np.asarray(initial_states, np.float32)[:, None], horizon + 1, axis=1)
-    actions = np.zeros((n, horizon), dtype=np.int64)
+    if model.continuous:
+        actions = np.zeros((n, horizon, model.num_actions), dtype=np.float32)
+    else:
+        actions = np.zeros((n, horizon), dtype=np.int64)
     terminals = np.zeros((n, horizon), dtype=bool)
     masks = np.zeros((n, horizon), dtype=bool)
     active = np.ones(n, dtype=bool)
     for t in range(horizon):
         hidden, _ = model.hidden_states(batch)
-        action = model.action_head(hidden[:, -1]).argmax(-1)
+        action = model.predict_actions(hidden[:, -1])
         batch = append_position(batch, ACTION, action=action, placeholder=model.placeholder_ids[ACTION])
         hidden, _ = model.hidden_states(batch)
         state = model.predict_states(hidden, batch)[:, -1]
@@ -75,6 +77,7 @@ def append_position(batch: dict, kind: int, placeholder: int, state=None, action
     """Append one vector position (a state or an action) to every row of a left-padded batch."""
     n = batch["input_ids"].shape[0]
     state_dim = batch["states"].shape[-1]
+    no_action = torch.zeros(n, *batch["actions"].shape[2:], dtype=batch["actions"].dtype)
 
     def extend(key, value):
         return torch.cat([batch[key], value.reshape(n, 1, *batch[key].shape[2:]).to(batch[key].dtype)], dim=1)
@@ -84,7 +87,7 @@ def append_position(batch: dict, kind: int, placeholder: int, state=None, action
         "input_ids": extend("input_ids", torch.full((n,), placeholder)),
         "kinds": extend("kinds", torch.full((n,), kind)),
         "states": extend("states", state if state is not None else torch.zeros(n, state_dim)),
-        "actions": extend("actions", action if action is not None else torch.zeros(n, dtype=torch.long)),
+        "actions": extend("actions", action if action is not None else no_action),
         "state_targets": extend("state_targets", zeros_bool),
         "action_targets": extend("action_targets", zeros_bool),
         "token_targets": extend("token_targets", zeros_bool),
@@ -97,20 +100,19 @@ def imagine_level(
     model: GroundedLM, env: ball_env.BallPushEnv, level: str, num_episodes: int, batch_size: int, rng
 ) -> TrajectorySet:
     """Imagined episodes for random goals and wordings of ``level``, from random starts drawn by the env."""
-    from archer.kalm.data import concatenate
+    from archer.kalm.data import concatenate, suite
 
-    goals = language.split_goals(level)
-    chosen = [goals[i] for i in rng.integers(len(goals), size=num_episodes)]
-    instructions = [language.instruction(goal, level, rng) for goal in chosen]
-    vectors = language.goal_vectors(chosen)
-    starts = env.initial_states(vectors, rng)
+    env = suite(env)
+    vectors, instructions, starts = env.sample_episodes(level, num_episodes, rng)
+    initial = env.initial_observations(vectors, starts)
     parts = [
         imagine(
             model,
             instructions[i : i + batch_size],
-            starts[i : i + batch_size],
+            initial[i : i + batch_size],
             vectors[i : i + batch_size],
             env.horizon,
+            success_fn=env.success,
         )
         for i in range(0, num_episodes, batch_size)
     ]

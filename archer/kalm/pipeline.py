@@ -31,7 +31,9 @@ def stage_key(*parts) -> str:
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def make_env(cfg: KalmRunConfig) -> ball_env.BallPushEnv:
+def make_env(cfg: KalmRunConfig):
+    """The run's environment behind the pipeline's interface (``archer.kalm.data.BallPushSuite`` or
+    ``MetaWorldEnv``)."""
     if cfg.env.name == "clevr_mujoco":
         raise MissingExtraError(
             "env.name=clevr_mujoco (KALM's MuJoCo CLEVR-Robot) is not implemented in this project yet; it would need "
@@ -39,13 +41,12 @@ def make_env(cfg: KalmRunConfig) -> ball_env.BallPushEnv:
             "clevr_robot_env code. Use env.name=ball_push (same state, actions, goals and success rule)."
         )
     if cfg.env.name == "metaworld":
-        raise MissingExtraError(
-            "env.name=metaworld (continuous actions; metaworld==3.1.1 with mujoco==3.3.0) is not implemented in this "
-            "project yet: its offline algorithms (BC/CQL/AWAC/TD3+BC) and 91-d observation layout are not ported. "
-            "Use env.name=ball_push."
-        )
+        from archer.kalm.metaworld_env import MetaWorldEnv
+
+        return MetaWorldEnv(horizon=cfg.env.horizon)  # MissingExtraError without the metaworld extra
     e = cfg.env
-    return ball_env.BallPushEnv(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon)
+    env_class = ball_env.BallPushContinuousEnv if e.name == "ball_push_continuous" else ball_env.BallPushEnv
+    return kalm_data.suite(env_class(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon))
 
 
 def _done(folder: Path) -> bool:
@@ -96,7 +97,7 @@ def collect_stage(cfg: KalmRunConfig, env, cache: Path) -> tuple[Path, str]:
     return folder, key
 
 
-def ground_stage(cfg: KalmRunConfig, collect_folder: Path, collect_key: str, cache: Path) -> tuple[Path, str]:
+def ground_stage(cfg: KalmRunConfig, env, collect_folder: Path, collect_key: str, cache: Path) -> tuple[Path, str]:
     import torch
 
     from archer.kalm import grounding
@@ -110,7 +111,9 @@ def ground_stage(cfg: KalmRunConfig, collect_folder: Path, collect_key: str, cac
     torch.manual_seed(cfg.data_seed)
     train = kalm_data.load_trajectories(collect_folder / "train.npz")
     validation = kalm_data.load_trajectories(collect_folder / "validation.npz")
-    model = grounding.build_grounded_model(cfg.grounding, ball_env.STATE_DIM, ball_env.NUM_ACTIONS)
+    model = grounding.build_grounded_model(
+        cfg.grounding, env.state_dim, env.action_size, env.action_type, extra_words=env.vocabulary()
+    )
     rng = np.random.default_rng([cfg.data_seed, 2])
     started = time.time()
     history = grounding.train_grounding(
@@ -196,7 +199,7 @@ def offline_stage(cfg: KalmRunConfig, env, collect_folder, collect_key, imagine_
                 imagined = [kalm_data.load_trajectories(imagine_folder / f"{lvl}.npz") for lvl in cfg.imagine.levels]
                 data = kalm_data.concatenate([real, *[part for part in imagined if len(part)]])
             started = time.time()
-            algorithm, fit_metrics = offline_rl.train_offline(cfg.offline, data, seed)
+            algorithm, fit_metrics = offline_rl.train_offline(cfg.offline, data, seed, env)
             rates = {
                 level: offline_rl.success_rate(
                     algorithm, env, level, cfg.eval.episodes_per_level, cfg.eval.seed, cfg.offline.goal_encoding
@@ -282,7 +285,7 @@ def run_kalm(cfg: KalmRunConfig, run_dir: Path) -> dict[str, float]:
     needs_grounding = "real_imagined" in cfg.offline.conditions or cfg.mode in ("ground", "imagine")
     imagine_folder = imagine_key = None
     if needs_grounding:
-        ground_folder, ground_key = ground_stage(cfg, collect_folder, collect_key, cache)
+        ground_folder, ground_key = ground_stage(cfg, env, collect_folder, collect_key, cache)
         metrics.update(json.loads((ground_folder / "metrics.json").read_text()))
         if cfg.mode == "ground":
             return _write(run_dir, metrics, {}, cfg)
@@ -305,7 +308,8 @@ def _write(run_dir: Path, metrics: dict, results: dict, cfg: KalmRunConfig) -> d
     (run_dir / "kalm_metrics.json").write_text(json.dumps(payload, indent=2))
     if summary:
         title = (
-            f"KALM ball-push, {cfg.offline.algorithm} {cfg.offline.steps} steps, {len(cfg.seeds)} seeds (mean ± std)"
+            f"KALM {cfg.env.name.replace('_', '-')}, {cfg.offline.algorithm} {cfg.offline.steps} steps, "
+            f"{len(cfg.seeds)} seeds (mean ± std)"
         )
         table = results_table(summary, cfg.eval.levels)
         (run_dir / "kalm_results.md").write_text(f"{title}\n\n{table}\n")

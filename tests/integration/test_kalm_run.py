@@ -33,9 +33,9 @@ TINY = [
 ]
 
 
-def run_cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+def run_cli(tmp_path: Path, *overrides: str, config: str = "kalm_clevr") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "run.py", "--config-name", "kalm_clevr", f"cache_dir={tmp_path / 'cache'}", *overrides]
+    command = [sys.executable, "run.py", "--config-name", config, f"cache_dir={tmp_path / 'cache'}", *overrides]
     result = subprocess.run(command, cwd=REPO / "scripts", env=env, capture_output=True, text=True, timeout=600)
     result.output = result.stdout + result.stderr  # Hydra logs to stdout, refusals go to stderr
     return result
@@ -60,6 +60,26 @@ def test_tiny_kalm_clevr_run_and_cache(tmp_path):
     assert "grounding/one_step_state_mse" in metrics and not any(key.startswith("real/") for key in metrics)
     stages = sorted(p.name.split("-")[0] for p in (tmp_path / "cache" / "kalm").iterdir())
     assert stages.count("collect") == 1 and stages.count("ground") == 2
+
+
+@pytest.mark.integration
+def test_tiny_continuous_run(tmp_path):
+    """The continuous-action env through every stage: MSE action head, imagined action vectors, TD3+BC."""
+    overrides = [*TINY, "offline.algorithm=td3_plus_bc"]
+    result = run_cli(tmp_path, f"run_dir={tmp_path / 'run'}", *overrides, config="kalm_ball_push_continuous")
+    assert result.returncode == 0, result.output[-3000:]
+    payload = json.loads((tmp_path / "run" / "kalm_metrics.json").read_text())
+    assert payload["config"]["env"]["name"] == "ball_push_continuous"
+    assert payload["config"]["offline"]["algorithm"] == "td3_plus_bc"
+    assert set(payload["summary"]) == {"real", "real_imagined"}
+    for per_level in payload["summary"].values():
+        assert all(stats["seeds"] == 2 and 0 <= stats["mean"] <= 1 for stats in per_level.values())
+    metrics = payload["metrics"]
+    assert "grounding/action_mse" in metrics and "grounding/action_accuracy" not in metrics
+    imagined = next((tmp_path / "cache" / "kalm").glob("imagine-*"))
+    from archer.kalm.data import load_trajectories
+
+    assert load_trajectories(imagined / "hard.npz").actions.shape[-1] == 7
 
 
 def run_in_process(tmp_path: Path, *overrides: str) -> dict[str, float]:

@@ -191,17 +191,22 @@ def test_mismatched_state_size_is_refused(model):
 class ScriptedLM(torch.nn.Module):
     """Stands in for the grounded model in imagination: always pushes ball 0 in +y by 0.15 (action 1)."""
 
+    continuous, num_actions = False, 40
+
     def __init__(self, real):
         super().__init__()
         self.tokenizer, self.placeholder_ids, self.state_dim = real.tokenizer, real.placeholder_ids, 10
 
+    def prompt_builder(self):
+        return grounding.PromptBuilder(self.tokenizer, self.placeholder_ids, 10, 7 if self.continuous else None)
+
     def hidden_states(self, batch):
         return batch["states"], None
 
-    def action_head(self, hidden):
+    def predict_actions(self, hidden):
         logits = torch.zeros(hidden.shape[0], 40)
         logits[:, 1] = 1.0
-        return logits
+        return logits.argmax(-1)
 
     def predict_states(self, hidden, batch):
         latest = grounding.latest_states(batch["kinds"], batch["states"])

@@ -67,7 +67,9 @@ def test_evaluation_episodes_are_fixed_by_the_seed():
 
 
 def test_config_errors_name_the_key():
-    with pytest.raises(KalmConfigError, match="offline.algorithm: got 'awac'"):
+    with pytest.raises(KalmConfigError, match="offline.algorithm: got 'sac'"):
+        KalmRunConfig(offline=KalmOfflineConfig(algorithm="sac"))
+    with pytest.raises(KalmConfigError, match="offline.algorithm: awac needs continuous actions.*env.name=ball_push"):
         KalmRunConfig(offline=KalmOfflineConfig(algorithm="awac"))
     with pytest.raises(KalmConfigError, match="mode: got 'train'"):
         KalmRunConfig(mode="train")
