@@ -32,8 +32,8 @@ FORMAT_VERSION = 1
 # rollouts encode prompts (archer.models.incremental) and whether samples at replay states share their prefixes'
 # keys and values (archer.models.prefix_generation): no effect on the numbers. Whether the scoring passes are
 # compiled: the same numbers, so that does not matter either. How many prompts one generate call samples: the same
-# distribution (only the order of random draws changes), like share_prefixes. The advantage check is a diagnostic: it logs, and
-# changes no weight and draws no random number.
+# distribution (only the order of random draws changes), like share_prefixes. The advantage check is a diagnostic:
+# it logs, and changes no weight and draws no random number.
 SPEED_ONLY_KEYS = (
     "model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile",
     "model.policy.share_prefixes", "algorithm.log_advantage_check", "algorithm.generation_batch_size",
