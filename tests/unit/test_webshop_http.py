@@ -124,12 +124,10 @@ class _Concurrency(WebShopRequestHandler):
 def test_a_batch_is_requested_concurrently(site: Site) -> None:
     with serving(site, _Concurrency) as server:
         env = http_env(client(server.url, max_workers=8), batch_size=8)
-        start = time.perf_counter()
         env.reset(game_ids=list(range(8)))
-        elapsed = time.perf_counter() - start
         env.close()
-    # Sequential requests would take 8 x 0.1 s.
-    assert _Concurrency.most >= 4 and elapsed < 0.6
+    # Each request is held 0.1 s while the handler counts the requests in flight: sequential ones never overlap.
+    assert _Concurrency.most >= 4
 
 
 class _Failing(WebShopRequestHandler):
@@ -177,10 +175,8 @@ class _Slow(WebShopRequestHandler):
 def test_a_slow_server_times_out(site: Site) -> None:
     with serving(site, _Slow) as server:
         remote = client(server.url, timeout_s=0.1, max_retries=1)
-        start = time.perf_counter()
         with pytest.raises(WebShopServerError, match=rf"{server.url}.*2 attempts.*timed out"):
             remote.fetch([PageRequest(INIT, "fixed_0")])
-        assert time.perf_counter() - start < 0.4 + 0.3
 
 
 def test_an_absent_server_is_named_in_the_error() -> None:
