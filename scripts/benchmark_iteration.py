@@ -67,7 +67,7 @@ ISSUE_18_SCHEDULE = (
     "env.words=full",
     "env.batch_size=32",
     "env.max_turns=20",
-    "algorithm.rollout_episodes_per_iter=32",
+    "algorithm.rollout.episodes_per_iter=32",
     "model.policy.max_new_tokens=16",
     "model.policy.temperature=1.0",
     "model.critic.embedded.n_layer=4",
@@ -75,7 +75,7 @@ ISSUE_18_SCHEDULE = (
     "model.critic.embedded.n_head=4",
     "algorithm.critic_steps_per_iter=5",
     "algorithm.critic_batch_size=32",
-    "algorithm.critic_micro_batch_size=8",
+    "algorithm.critic.micro_batch_size=8",
     "algorithm.v_target_action=sample",
     "algorithm.actor_steps_per_iter=1",
     "algorithm.actor_batch_size=32",
@@ -292,7 +292,7 @@ def measure_floors(
         samples = cfg.critic_steps_per_iter * cfg.critic_batch_size
         picked = trainer.buffer.get(rng.integers(0, len(trainer.buffer), size=samples))
         floors["critic_update"] = critic_floor(
-            trainer.algorithm, picked.observations, picked.actions, cfg.critic_micro_batch_size
+            trainer.algorithm, picked.observations, picked.actions, cfg.critic.micro_batch_size
         )
     if actor_states:
         prompts = policy.encode_prompts(actor_states)

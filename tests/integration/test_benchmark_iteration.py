@@ -17,10 +17,10 @@ def test_phases_floors_and_overrides_are_reported(tmp_path: Path, capsys: pytest
     overrides = [
         *TINY_RUN_OVERRIDES,
         f"cache_dir={tmp_path / 'cache'}",
-        "algorithm.rollout_episodes_per_iter=4",
+        "algorithm.rollout.episodes_per_iter=4",
         "algorithm.critic_steps_per_iter=2",
         "algorithm.critic_batch_size=8",
-        "algorithm.critic_micro_batch_size=4",
+        "algorithm.critic.micro_batch_size=4",
         "algorithm.actor_batch_size=8",
         "algorithm.actor_micro_batch_size=4",
         "algorithm.log_advantage_check=true",
