@@ -38,6 +38,27 @@ class TrajectorySet:
     def __post_init__(self) -> None:
         self.validate()
 
+    @classmethod
+    def rewarded_on_success(
+        cls,
+        observations: np.ndarray,
+        actions: np.ndarray,
+        terminals: np.ndarray,
+        masks: np.ndarray,
+        goals: np.ndarray,
+        instructions,
+    ) -> TrajectorySet:
+        """Episodes whose only reward is 1 on the step that reaches the goal (``terminals``), as KALM's data."""
+        return cls(
+            observations=observations,
+            actions=actions,
+            rewards=terminals.astype(np.float32),
+            terminals=terminals,
+            masks=masks,
+            goals=np.asarray(goals, dtype=np.float32),
+            instructions=np.asarray(instructions, dtype=str),
+        )
+
     def __len__(self) -> int:
         return len(self.actions)
 
@@ -151,15 +172,7 @@ def rollout(
         reached = ball_env.success(next_states, goals[rows])
         terminals[rows, t] = reached
         active[rows[reached]] = False
-    return TrajectorySet(
-        observations=observations,
-        actions=actions,
-        rewards=terminals.astype(np.float32),
-        terminals=terminals,
-        masks=masks,
-        goals=np.asarray(goals, dtype=np.float32),
-        instructions=np.asarray(instructions, dtype=str),
-    )
+    return TrajectorySet.rewarded_on_success(observations, actions, terminals, masks, goals, instructions)
 
 
 def noisy_expert(env: ball_env.BallPushEnv, epsilon: float, rng: np.random.Generator):
@@ -296,15 +309,8 @@ def read_kalm_trajectories(path: str | Path) -> TrajectorySet:
     terminals &= masks
     padded_goals = np.zeros((n, ball_env.GOAL_DIM), dtype=np.float32)
     padded_goals[:, : ball_env.RELATION_DIM] = goals
-    return TrajectorySet(
-        observations=full,
-        actions=actions.astype(np.int64),
-        rewards=terminals.astype(np.float32),
-        terminals=terminals,
-        masks=masks,
-        goals=padded_goals,
-        instructions=instructions,
-    )
+    actions = actions.astype(np.int64)
+    return TrajectorySet.rewarded_on_success(full, actions, terminals, masks, padded_goals, instructions)
 
 
 @dataclass

@@ -62,15 +62,7 @@ def imagine(
         active[rows[reached]] = False
         if not active.any():
             break
-    return TrajectorySet(
-        observations=observations,
-        actions=actions,
-        rewards=terminals.astype(np.float32),
-        terminals=terminals,
-        masks=masks,
-        goals=np.asarray(goals, np.float32),
-        instructions=np.asarray(instructions, dtype=str),
-    )
+    return TrajectorySet.rewarded_on_success(observations, actions, terminals, masks, goals, instructions)
 
 
 def append_position(batch: dict, kind: int, placeholder: int, state=None, action=None) -> dict:

@@ -116,6 +116,17 @@ GOAL_ENCODINGS = ("relations", "words")
 RELATION_ENCODING_DIM = 2 * NUM_BALLS + len(DIRECTION_NAMES)
 
 
+def bag_of_words(instructions: list[str], words: list[str]) -> np.ndarray:
+    """``[N, len(words)]`` counts of each of ``words`` in each instruction (other words are ignored)."""
+    index = {word: i for i, word in enumerate(words)}
+    features = np.zeros((len(instructions), len(index)), dtype=np.float32)
+    for row, text in enumerate(instructions):
+        for word in text.split():
+            if word in index:
+                features[row, index[word]] += 1.0
+    return features
+
+
 def encode_goals(goals: np.ndarray, instructions: list[str], encoding: str) -> np.ndarray:
     """Goal features per episode: ``relations`` one-hot (source, destination, direction) per relation (28
     numbers); ``words`` a bag of words of the instruction over ``vocabulary()`` (so rephrasings change it)."""
@@ -128,13 +139,7 @@ def encode_goals(goals: np.ndarray, instructions: list[str], encoding: str) -> n
                 features[row, base + 2 * NUM_BALLS + d] = 1.0
         return features
     if encoding == "words":
-        words = {w: i for i, w in enumerate(vocabulary())}
-        features = np.zeros((len(instructions), len(words)), dtype=np.float32)
-        for row, text in enumerate(instructions):
-            for word in text.split():
-                if word in words:
-                    features[row, words[word]] += 1.0
-        return features
+        return bag_of_words(instructions, vocabulary())
     raise GoalSplitError(f"unknown goal encoding {encoding!r}; choose one of {', '.join(GOAL_ENCODINGS)}")
 
 

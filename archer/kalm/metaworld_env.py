@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from archer.kalm.errors import GoalSplitError, MissingExtraError
+from archer.kalm.language import bag_of_words
 
 STATE_DIM = 39
 ACTION_DIM = 4
@@ -191,15 +192,7 @@ class MetaWorldEnv:
                 if info["success"]:
                     terminals[row, t] = True
                     break
-        return TrajectorySet(
-            observations=observations,
-            actions=actions,
-            rewards=terminals.astype(np.float32),
-            terminals=terminals,
-            masks=masks,
-            goals=np.asarray(goals, np.float32),
-            instructions=np.asarray(instructions, dtype=str),
-        )
+        return TrajectorySet.rewarded_on_success(observations, actions, terminals, masks, goals, instructions)
 
     def noisy_expert(self, epsilon: float, rng: np.random.Generator):
         """Meta-World's scripted policy of each episode's task, replaced by a uniform random action with
@@ -231,13 +224,7 @@ class MetaWorldEnv:
         if encoding == "relations":
             return np.asarray(goals, np.float32).reshape(len(goals), len(TASK_NAMES))
         if encoding == "words":
-            words = {w: i for i, w in enumerate(vocabulary())}
-            features = np.zeros((len(instructions), len(words)), dtype=np.float32)
-            for row, text in enumerate(instructions):
-                for word in text.split():
-                    if word in words:
-                        features[row, words[word]] += 1.0
-            return features
+            return bag_of_words(instructions, vocabulary())
         raise GoalSplitError(f"unknown goal encoding {encoding!r}; choose one of {', '.join(GOAL_ENCODINGS)}")
 
     def vocabulary(self) -> list[str]:
