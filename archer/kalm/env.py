@@ -176,18 +176,24 @@ class BallPushEnv:
         return expert_actions(states, goals, self.step_size)
 
 
+def _expert_target(state: np.ndarray, goal: np.ndarray, target_distance: float) -> tuple[int, np.ndarray, np.ndarray]:
+    """The ball the expert pushes (the source of the first unmet relation), the balls' positions ``[5, 2]``, and the
+    point it aims for: ``target_distance`` from the destination ball at the centre of the relation's sector."""
+    relations = relations_of(goal)
+    pending = [r for r in relations if not relation_holds(state, r)] or list(relations)
+    source, destination, direction = pending[0]
+    balls = state.reshape(NUM_BALLS, 2).astype(np.float64)
+    centre = np.radians(SECTOR_CENTRES_DEG[direction])
+    return source, balls, balls[destination] + target_distance * np.array([np.cos(centre), np.sin(centre)])
+
+
 def expert_actions(states: np.ndarray, goals: np.ndarray, step_size: float, target_distance: float = 0.22):
     """The scripted expert: push the source ball of the first unmet relation towards the point ``target_distance``
     from its destination at the sector centre, choosing the push that lands closest to it. ``[B]`` int actions."""
     states, goals = np.atleast_2d(states), np.atleast_2d(goals)
     actions = np.zeros(len(states), dtype=np.int64)
     for row, (state, goal) in enumerate(zip(states, goals, strict=True)):
-        relations = relations_of(goal)
-        pending = [r for r in relations if not relation_holds(state, r)] or list(relations)
-        source, destination, direction = pending[0]
-        balls = state.reshape(NUM_BALLS, 2).astype(np.float64)
-        centre = np.radians(SECTOR_CENTRES_DEG[direction])
-        target = balls[destination] + target_distance * np.array([np.cos(centre), np.sin(centre)])
+        source, balls, target = _expert_target(state, goal, target_distance)
         landing = balls[source] + step_size * PUSH_DIRECTIONS
         actions[row] = source * NUM_PUSH_DIRECTIONS + int(np.argmin(np.linalg.norm(landing - target, axis=-1)))
     return actions
@@ -243,12 +249,7 @@ def expert_continuous_actions(
     states, goals = np.atleast_2d(states), np.atleast_2d(goals)
     actions = -np.ones((len(states), CONTINUOUS_ACTION_DIM), dtype=np.float32)
     for row, (state, goal) in enumerate(zip(states, goals, strict=True)):
-        relations = relations_of(goal)
-        pending = [r for r in relations if not relation_holds(state, r)] or list(relations)
-        source, destination, direction = pending[0]
-        balls = state.reshape(NUM_BALLS, 2).astype(np.float64)
-        centre = np.radians(SECTOR_CENTRES_DEG[direction])
-        target = balls[destination] + target_distance * np.array([np.cos(centre), np.sin(centre)])
+        source, balls, target = _expert_target(state, goal, target_distance)
         push = (target - balls[source]) / step_size
         actions[row, source] = 1.0
         actions[row, NUM_BALLS:] = push / max(1.0, float(np.linalg.norm(push)))
