@@ -51,6 +51,7 @@ from archer.checkpointing import (
     set_rng_state,
 )
 from archer.config import POLICY_BODY, RunConfig
+from archer.data.exploration import ExploringActor
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import ActFn, BatchActor, collect_trajectories
@@ -382,18 +383,27 @@ class Trainer:
 
         Each process plays its share; every process then adds all games, in process order, to its buffer.
         """
+        rollout = self.cfg.algorithm.rollout
+        actor = self.algorithm.rollout_actor(greedy=False)
+        explored = {}
+        if rollout.explore_fraction > 0:
+            # Its own stream, seeded by the iteration: a resumed run replaces the same moves.
+            seed = [self.cfg.seed, self.placement.process_index, iteration]
+            actor = ExploringActor(actor, rollout.explore_fraction, np.random.default_rng(seed))
         with self.placement.gathered(self.policy.model):
             local = collect_trajectories(
                 self.env,
-                self.algorithm.rollout_actor(greedy=False),
-                num_episodes=self.placement.share(self.cfg.algorithm.rollout.episodes_per_iter),
+                actor,
+                num_episodes=self.placement.share(rollout.episodes_per_iter),
                 progress=self.progress,
             )
+        if isinstance(actor, ExploringActor):
+            explored = {"rollout/replaced_move_fraction": actor.count.replaced / max(actor.count.moves, 1)}
         trajectories = self.placement.all_gather(local)
         self.buffer.add_trajectories(trajectories)
         self.algorithm.observe(trajectories, iteration)
         self.env_trajectories += len(trajectories)
-        return rollout_metrics(trajectories) | {"buffer/transitions": float(len(self.buffer))}
+        return rollout_metrics(trajectories) | explored | {"buffer/transitions": float(len(self.buffer))}
 
     def fit(self) -> dict[str, float]:
         """Run the remaining iterations; returns the last iteration's metrics."""

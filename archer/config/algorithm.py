@@ -26,14 +26,21 @@ class RolloutConfig:
         replay_capacity: transitions kept in the trainer's replay buffer, oldest evicted first (paper 10,000; the
             reference's code 100,000). Only algorithms with a ``critic`` group read the buffer; for the others it
             only costs memory.
+        explore_fraction: probability that a game's move, each turn of a training game, is replaced by a move the
+            policy made elsewhere: one of the same game's earlier moves or another game's move this turn
+            (``archer.data.exploration``), so the off-policy critic also learns the values of moves the policy
+            has stopped playing. Not in the paper (0 is the paper); only for algorithms that train the utterance
+            critic, whose actor learns from fresh samples. Evaluation never explores.
     """
 
     episodes_per_iter: int = 128
     replay_capacity: int = 10_000
+    explore_fraction: float = 0.0
 
     def validate(self, prefix: str = "algorithm.rollout") -> None:
         check(self.episodes_per_iter > 0, f"{prefix}.episodes_per_iter", "must be positive")
         check(self.replay_capacity > 0, f"{prefix}.replay_capacity", "must be positive")
+        check(0.0 <= self.explore_fraction <= 1.0, f"{prefix}.explore_fraction", "must be in [0, 1]")
 
 
 @dataclass
@@ -103,6 +110,11 @@ class AlgorithmConfig:
         check(self.actor_micro_batch_size > 0, "algorithm.actor_micro_batch_size", "must be positive")
         if self.online:
             self.rollout.validate()
+            check(
+                self.rollout.explore_fraction == 0.0 or self.uses_critic,
+                "algorithm.rollout.explore_fraction",
+                f"must be 0 for {self.name}: replaced moves are only sound for an off-policy utterance critic",
+            )
         if self.uses_critic:
             self.critic.validate()
 

@@ -34,7 +34,7 @@ class BatchActor(Protocol):
         ...
 
 
-def _split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple[list[str], list[list[int]] | None]:
+def split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple[list[str], list[list[int]] | None]:
     """The action texts and, when the acting function gave them, their token ids; both checked for length."""
     if hasattr(chosen, "texts"):
         texts, token_ids = list(chosen.texts), list(chosen.token_ids)
@@ -65,7 +65,7 @@ def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[
     current = list(observations)
     while any(env.active):
         live = [i for i, alive in enumerate(env.active) if alive]
-        chosen, chosen_ids = _split_actions(turn([current[i] for i in live], live), len(live))
+        chosen, chosen_ids = split_actions(turn([current[i] for i in live], live), len(live))
         if with_ids is None:
             with_ids = chosen_ids is not None
         elif with_ids != (chosen_ids is not None):

@@ -198,6 +198,16 @@ def test_archer_two_iterations_train_every_network(tmp_path: Path, variant: list
     assert (tmp_path / "run" / "policy" / "config.json").exists()
 
 
+def test_exploring_rollouts_replace_moves_and_the_critic_still_trains(tmp_path: Path) -> None:
+    explore = "algorithm.rollout.explore_fraction=0.5"
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, explore)
+    critic = snapshot(trainer.algorithm.critic)
+    trainer.fit()
+    assert changed(critic, trainer.algorithm.critic, trained(trainer.algorithm.critic)) > 0.9
+    fractions = [r["rollout/replaced_move_fraction"] for r in read_records(tmp_path / "run")[1:]]
+    assert len(fractions) == 2 and all(0 < f < 1 for f in fractions), fractions  # 4 games a turn: a coarse share
+
+
 def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
     algorithm = trainer.algorithm
