@@ -376,11 +376,11 @@ def ppo_clip_loss(
 def gae(
     rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, gamma: float, lam: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generalised advantage estimation over one episode (or a batch of equal-length ones).
+    """Generalised advantage estimation over one episode (or a batch of equal-length ones): ``gae_with_discounts``
+    with the constant discount ``c_t = gamma (1 - d_t)``.
 
     ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t``; ``A_t = delta_t + gamma lam (1 - d_t) A_{t+1}``;
-    returns ``R_t = A_t + V_t``. The recursion runs backwards carrying ``A_{t+1}`` in a variable, so no slot is
-    read before it is written. lam = 1 gives Monte-Carlo returns minus values; lam = 0 gives one-step TD errors.
+    returns ``R_t = A_t + V_t``. lam = 1 gives Monte-Carlo returns minus values; lam = 0 gives one-step TD errors.
 
     Args:
         rewards: (..., T) r_t.
@@ -392,18 +392,8 @@ def gae(
     Returns:
         ``(advantages, returns)``, both (..., T) and detached.
     """
-    if values.shape[:-1] != rewards.shape[:-1] or values.shape[-1] != rewards.shape[-1] + 1:
-        raise ValueError(f"values must be (..., T+1) for rewards (..., T), got {tuple(values.shape)}")
     _check_same_shape(rewards=rewards, dones=dones)
-    rewards, values = rewards.detach(), values.detach()
-    not_done = 1.0 - dones.to(rewards.dtype)
-    advantages = torch.zeros_like(rewards)
-    next_advantage = torch.zeros_like(rewards[..., 0])
-    for t in range(rewards.shape[-1] - 1, -1, -1):
-        delta = rewards[..., t] + gamma * not_done[..., t] * values[..., t + 1] - values[..., t]
-        next_advantage = delta + gamma * lam * not_done[..., t] * next_advantage
-        advantages[..., t] = next_advantage
-    return advantages, advantages + values[..., :-1]
+    return gae_with_discounts(rewards, values, gamma * (1.0 - dones.detach().to(rewards.dtype)), lam)
 
 
 def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -482,7 +472,8 @@ def gae_with_discounts(
     ``c_t = 1`` between the tokens of one utterance, the utterance discount at an utterance's last token (the next
     step is the next utterance's first token, after the environment's reply) and 0 at the episode's end; padding
     steps with ``r = V = c = 0`` get ``A = 0`` and leak nothing into real steps. ``gae`` is the special case
-    ``c_t = gamma (1 - d_t)``. Like ``gae``, the recursion carries ``A_{t+1}`` in a variable.
+    ``c_t = gamma (1 - d_t)``. The recursion runs backwards carrying ``A_{t+1}`` in a variable, so no slot is read
+    before it is written.
 
     Args:
         rewards: (..., T) r_t.

@@ -29,7 +29,6 @@ the untempered full softmax), as in ArCHer's policy gradient.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,7 @@ from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import Algorithm, check_finite, chunks, mean_metrics
+from archer.algorithms.base import Algorithm, check_finite, chunks, frozen_copy, mean_metrics
 from archer.algorithms.losses import gae_with_discounts, kl_shaped_token_rewards, ppo_clip_loss, ppo_value_loss
 from archer.config import PPOConfig
 from archer.data.replay_buffer import ReplayBuffer
@@ -156,8 +155,7 @@ class PPOAlgorithm(Algorithm):
         self.cfg: PPOConfig = cfg
         self.progress = progress
         self.value_model = value_model if value_model is not None else build_token_value_model(policy)
-        reference_model = copy.deepcopy(policy.model).eval().requires_grad_(False)
-        self.reference = LanguagePolicy(reference_model, policy.tokenizer, policy.cfg)
+        self.reference = frozen_copy(policy)
         self.actor_optimizer = torch.optim.Adam(
             [p for p in policy.model.parameters() if p.requires_grad], lr=cfg.actor_lr
         )

@@ -3,6 +3,15 @@
 Settings more than one algorithm has are declared once, in a group: ``rollout`` (``RolloutConfig``, the games an
 online algorithm plays) and ``critic`` (``CriticTrainingConfig``, how the utterance critic trains). An algorithm's
 config has a group exactly when the algorithm does that: ``online`` and ``uses_critic`` read the config's fields.
+
+The shared keys that stay flat (``algorithm.batch_size``, ``algorithm.warmup_iters``, ...) are declared once too, in
+a mixin: a small dataclass that owns the fields' types, general meaning and checks, and that each config having the
+keys inherits. A config may change a mixin field's default, and says in its docstring what the field means for its
+algorithm where that is more specific. A config lists its mixins before its ``AlgorithmConfig`` base: a mixin's
+``validate`` reaches the base's through ``super()``, and its keys come after ``AlgorithmConfig``'s (the rightmost
+mixin's first) and before the config's own. Mixins hold only their own fields, because a dataclass takes each
+field's default from the last base along the reversed method resolution order that has the field: a mixin carrying
+``AlgorithmConfig``'s fields would reset the defaults its config inherits.
 """
 
 from __future__ import annotations
@@ -120,11 +129,126 @@ class AlgorithmConfig:
 
 
 @dataclass
-class BCConfig(AlgorithmConfig):
-    """Behaviour cloning (supervised fine-tuning) of the policy on an offline dataset.
+class BatchStepsMixin:
+    """A fixed number of gradient steps per iteration, each on one batch of stored transitions (a dataset or kept
+    games). Defaults are offline BC's.
 
     Attributes:
         steps_per_iter: gradient steps per iteration (evaluation and checkpoints happen between iterations).
+        batch_size: transitions per gradient step; each algorithm says what it draws them from.
+    """
+
+    steps_per_iter: int = 50
+    batch_size: int = 32
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("steps_per_iter", "batch_size"):
+            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+
+
+@dataclass
+class FilterMixin:
+    """Imitation of the best games only, ranked by undiscounted return.
+
+    Attributes:
+        filter_fraction: share of the N ranked games imitated: exactly ``max(1, int(filter_fraction * N))`` (a
+            fixed count, so ties at the cutoff never admit extra games). 0.1 is the paper's top 10%; each algorithm
+            says which N games it ranks.
+    """
+
+    filter_fraction: float = 0.1
+
+    def validate(self) -> None:
+        super().validate()
+        check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
+
+
+@dataclass
+class GenerationMixin:
+    """Sampling of utterances from the policy in batches.
+
+    Attributes:
+        generation_batch_size: prompts per ``generate`` call when the algorithm samples actions. Each batch is
+            padded to its longest prompt and decoded until its longest action ends, so larger batches make fewer
+            calls but pad and decode more. The default is online ArCHer's; each algorithm says what it samples.
+    """
+
+    generation_batch_size: int = 32
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.generation_batch_size > 0, "algorithm.generation_batch_size", "must be positive")
+
+
+@dataclass
+class WarmupMixin:
+    """Iterations at the start of a run that do not train the policy.
+
+    Attributes:
+        warmup_iters: iterations, from the first, without policy updates (0: none); each algorithm says what it
+            does meanwhile.
+    """
+
+    warmup_iters: int = 0
+
+    @property
+    def trains_policy(self) -> bool:
+        """Whether the policy is trained after the warm-up; a config whose policy can stay frozen overrides it."""
+        return True
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
+        check(
+            self.warmup_iters < self.num_iterations or not self.trains_policy,
+            "algorithm.warmup_iters",
+            f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
+        )
+
+
+@dataclass
+class PPOUpdateMixin:
+    """PPO's policy update: several passes of gradient steps over the same samples, with the clipped probability
+    ratio of the current policy to the one that drew them.
+
+    Attributes:
+        ppo_epochs: passes over the same samples; each algorithm says which samples.
+        clip_range: eps of the ratio clip ``[1 - eps, 1 + eps]``.
+    """
+
+    ppo_epochs: int = 4
+    clip_range: float = 0.2
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("ppo_epochs", "clip_range"):
+            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+
+
+@dataclass
+class ValueModelMixin:
+    """A token value model: a separate causal LM with a scalar head, loaded like the policy, with its own optimiser.
+
+    Attributes:
+        value_lr: Adam learning rate of the value model.
+        value_max_grad_norm: the value model clips its own gradient to this norm before its own step.
+    """
+
+    value_lr: float = 1e-5
+    value_max_grad_norm: float = 1.0
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("value_lr", "value_max_grad_norm"):
+            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+
+
+@dataclass
+class BCConfig(BatchStepsMixin, AlgorithmConfig):
+    """Behaviour cloning (supervised fine-tuning) of the policy on an offline dataset.
+
+    Attributes:
         batch_size: transitions per gradient step, drawn uniformly from the dataset.
         per_token_mean: average the negative log-likelihood over tokens instead of summing it per action (the
             reference sums).
@@ -136,15 +260,11 @@ class BCConfig(AlgorithmConfig):
 
     name: str = "bc"
     num_iterations: int = 10
-    steps_per_iter: int = 50
-    batch_size: int = 32
     per_token_mean: bool = False
     pack_episodes: bool = True
 
     def validate(self) -> None:
         super().validate()
-        check(self.steps_per_iter > 0, "algorithm.steps_per_iter", "must be positive")
-        check(self.batch_size > 0, "algorithm.batch_size", "must be positive")
         check(
             self.batch_size % self.actor_micro_batch_size == 0,
             "algorithm.batch_size",
@@ -153,7 +273,7 @@ class BCConfig(AlgorithmConfig):
 
 
 @dataclass
-class ArcherConfig(AlgorithmConfig):
+class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
     """Online ArCHer (ARCHER_SPEC.md 1.1): an utterance-level off-policy critic and a token-level policy gradient.
 
     Defaults are the paper's values where the paper and the reference code differ (the reference's value in
@@ -172,8 +292,7 @@ class ArcherConfig(AlgorithmConfig):
         actor_lr: policy Adam learning rate (``lm_lr``: 1e-6 for Twenty Questions with GPT-2).
         generation_batch_size: prompts per ``generate`` call when sampling the critic phase's V-target actions
             and the actor's actions (chain heads per prefill with ``share_prefixes``). 32 by default (issue 18): on
-            this CPU batches of 8 to 32 sampled 160 replay states 1.5-3x faster than one batch of 160 (each batch is
-            padded to its longest prompt and decoded until its longest action ends).
+            this CPU batches of 8 to 32 sampled 160 replay states 1.5-3x faster than one batch of 160.
         center_advantages: subtract the actor batch's mean utterance advantage before the policy gradient (a
             constant baseline). ``min(Q1, Q2) - min(V1, V2)`` is biased while the critic is young (every sampled
             action gets a negative advantage, so every step pushes all samples down and raises the policy's
@@ -212,7 +331,8 @@ class ArcherConfig(AlgorithmConfig):
             ``A - beta * (log pi(a~) - log pi_start(a~))`` (``losses.kl_penalised_reinforce_loss``), pi_start a
             frozen copy of the starting policy. It keeps the policy from drifting into utterances the critic has
             never seen and so cannot judge. 0 (the paper) builds no copy. Online ArCHer's own actor only (CHAI's
-            too), not the token-baseline or PPO variants'.
+            too), not the token-baseline or PPO variants'. Not the same term as ``iql_reinforce``'s ``kl_coeff``
+            (a mixing weight of two losses) or ``ppo``'s (a per-token reward penalty).
     """
 
     name: str = "archer"
@@ -226,7 +346,6 @@ class ArcherConfig(AlgorithmConfig):
     actor_batch_size: int = 256
     actor_micro_batch_size: int = 8
     actor_lr: float = 1e-6
-    generation_batch_size: int = 32
     center_advantages: bool = False
     v_target_action: str = "sample"
     v_target_pool: int | None = None
@@ -242,15 +361,9 @@ class ArcherConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        for key in ("critic_steps_per_iter", "critic_batch_size", "actor_batch_size", "generation_batch_size"):
+        for key in ("critic_steps_per_iter", "critic_batch_size", "actor_batch_size"):
             check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
         check(self.actor_steps_per_iter >= 0, "algorithm.actor_steps_per_iter", "must be >= 0")
-        check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
-        check(
-            self.warmup_iters < self.num_iterations or not self.trains_policy,
-            "algorithm.warmup_iters",
-            f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
-        )
         check_choice(self.v_target_action, "algorithm.v_target_action", V_TARGET_ACTIONS)
         check(self.v_target_pool is None or self.v_target_pool > 0, "algorithm.v_target_pool", "> 0 or null")
         check(
@@ -268,31 +381,24 @@ class ArcherConfig(AlgorithmConfig):
 
 
 @dataclass
-class OfflineFilteredBCConfig(BCConfig):
+class OfflineFilteredBCConfig(FilterMixin, BCConfig):
     """Offline filtered behaviour cloning (ARCHER_SPEC.md 1.6): BC on the dataset's best episodes by return.
 
     Defaults follow OfflineArcher's ``FilteredBehaviouralCloning`` script: Adam at 1e-4 on batches of 32 with 4
     accumulated (128 per step), ``filter=0.1``.
 
     Attributes:
-        filter_fraction: share of the dataset's episodes kept, ranked by undiscounted return: exactly
-            ``max(1, int(filter_fraction * N))`` of the N episodes (ties keep dataset order), so ties at the
-            cutoff never admit extra episodes.
+        filter_fraction: share of the dataset's N episodes kept (ties keep dataset order).
     """
 
     name: str = "offline_filtered_bc"
     batch_size: int = 128
     actor_micro_batch_size: int = 32
     actor_lr: float = 1e-4
-    filter_fraction: float = 0.1
-
-    def validate(self) -> None:
-        super().validate()
-        check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
 
 
 @dataclass
-class OfflineCriticConfig(AlgorithmConfig):
+class OfflineCriticConfig(BatchStepsMixin, AlgorithmConfig):
     """Fields shared by the offline algorithms that train the utterance critic with IQL (ARCHER_SPEC.md 1.5, 1.7).
 
     Every gradient step draws one batch from the dataset and does one critic step then one actor step on it.
@@ -326,8 +432,6 @@ class OfflineCriticConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        for key in ("steps_per_iter", "batch_size"):
-            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
         check(0 < self.critic_expectile < 1, "algorithm.critic_expectile", "must be in (0, 1); 0.5 is plain MSE / 2")
         check(self.critic_warmup_steps >= 0, "algorithm.critic_warmup_steps", "must be >= 0")
         total = self.num_iterations * self.steps_per_iter
@@ -359,14 +463,15 @@ class OfflineArcherConfig(OfflineCriticConfig):
 
 
 @dataclass
-class IQLReinforceConfig(OfflineCriticConfig):
+class IQLReinforceConfig(GenerationMixin, OfflineCriticConfig):
     """IQL + REINFORCE with an optional KL to a reference policy (ARCHER_SPEC.md 1.7, OfflineArcher ``IQLKL``).
 
     Attributes:
-        kl_coeff: c in ``(1 - c) * REINFORCE + c * KL(pi || pi_ref)``; 0 is the paper's plain IQL + REINFORCE and
-            builds no reference policy. The reference policy is a frozen copy of the starting policy
+        kl_coeff: c in ``(1 - c) * REINFORCE + c * KL(pi || pi_ref)``, a mixing weight of two losses (not online
+            ArCHer's penalty on the advantage nor PPO's per-token reward penalty); 0 is the paper's plain IQL +
+            REINFORCE and builds no reference policy. The reference policy is a frozen copy of the starting policy
             (``model.policy``, e.g. a BC run's ``policy/`` folder).
-        generation_batch_size: prompts per ``generate`` call when sampling the actor's actions.
+        generation_batch_size: prompts per ``generate`` call when sampling the actor's actions (128).
     """
 
     name: str = "iql_reinforce"
@@ -376,7 +481,6 @@ class IQLReinforceConfig(OfflineCriticConfig):
     def validate(self) -> None:
         super().validate()
         check(0 <= self.kl_coeff <= 1, "algorithm.kl_coeff", "must be in [0, 1] (0 = no KL term)")
-        check(self.generation_batch_size > 0, "algorithm.generation_batch_size", "must be positive")
 
 
 @dataclass
@@ -427,7 +531,7 @@ class CHAIConfig(ArcherConfig):
 
 
 @dataclass
-class FilteredBCConfig(BCConfig):
+class FilteredBCConfig(WarmupMixin, FilterMixin, BCConfig):
     """Online filtered behaviour cloning (ARCHER_SPEC.md 1.3): imitate the best recent games of the policy itself.
 
     Every iteration plays ``rollout.episodes_per_iter`` games; the algorithm keeps the games of the last
@@ -440,8 +544,7 @@ class FilteredBCConfig(BCConfig):
         num_iterations: iterations of play then BC (reference: 2000).
         rollout: games per iteration (128) and the trainer's replay buffer, which every online run fills; filtered
             BC never reads it (it keeps its own window), so it only costs memory (``RolloutConfig``).
-        filter_fraction: share of the window's games imitated: exactly ``max(1, int(filter_fraction * N))`` of N
-            (0.1, the paper's top 10%).
+        filter_fraction: share of the window's N games imitated (0.1).
         window_iters: the window, in iterations, the best games are chosen from (this iteration included);
             ``null`` keeps every game since the start, as the reference did (memory and checkpoints then grow
             without bound). The paper describes "recent" rollouts without a number; 10 iterations is our default.
@@ -454,9 +557,7 @@ class FilteredBCConfig(BCConfig):
     name: str = "filtered_bc"
     num_iterations: int = 2000
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    filter_fraction: float = 0.1
     window_iters: int | None = 10
-    warmup_iters: int = 0
     steps_per_iter: int = 3
     batch_size: int = 256
     actor_micro_batch_size: int = 8
@@ -464,43 +565,29 @@ class FilteredBCConfig(BCConfig):
 
     def validate(self) -> None:
         super().validate()
-        check(0 < self.filter_fraction <= 1, "algorithm.filter_fraction", "must be in (0, 1]")
         check(self.window_iters is None or self.window_iters > 0, "algorithm.window_iters", "must be > 0 or null")
-        check(self.warmup_iters >= 0, "algorithm.warmup_iters", "must be >= 0")
-        check(
-            self.warmup_iters < self.num_iterations,
-            "algorithm.warmup_iters",
-            f"must be below num_iterations={self.num_iterations}, or the policy is never trained",
-        )
 
 
 @dataclass
-class ArcherBaselineConfig(ArcherConfig):
+class ArcherBaselineConfig(ValueModelMixin, ArcherConfig):
     """ArCHer with a token-level baseline in the low level (ARCHER_SPEC.md 1.4; dormant code in the reference).
 
     A value model ``b_t`` is regressed on the utterance advantage A at every token of the fresh policy samples,
     and the policy gradient uses the residual ``A - b_t``. The value model is a separate causal LM with a scalar
     head (the paper's optional baseline was a separate GPT-2), loaded like the policy; it never shares parameters
-    or gradients with the policy. Every ArCHer field keeps its meaning.
-
-    Attributes:
-        value_lr: Adam learning rate of the value model.
-        value_max_grad_norm: the value model clips its own gradient to this norm before its own step.
+    or gradients with the policy. Every ArCHer field keeps its meaning; ``value_lr`` and ``value_max_grad_norm``
+    (``ValueModelMixin``) train the value model.
     """
 
     name: str = "archer_baseline"
-    value_lr: float = 1e-5
-    value_max_grad_norm: float = 1.0
 
     def validate(self) -> None:
         super().validate()
-        check(self.value_lr > 0, "algorithm.value_lr", "must be positive")
-        check(self.value_max_grad_norm > 0, "algorithm.value_max_grad_norm", "must be positive")
         check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
 
 
 @dataclass
-class ArcherPPOConfig(ArcherConfig):
+class ArcherPPOConfig(PPOUpdateMixin, ArcherConfig):
     """ArCHer with a PPO low level: the token-level clipped-ratio objective driven by the critic's advantage.
 
     Each actor step samples utterances at replay states, stores their per-token log-probabilities under the
@@ -510,24 +597,19 @@ class ArcherPPOConfig(ArcherConfig):
     compute it. Every ArCHer field keeps its meaning.
 
     Attributes:
-        ppo_epochs: gradient steps on each batch of samples (so ``actor_steps_per_iter * ppo_epochs`` policy
+        ppo_epochs: gradient steps on each actor step's samples (so ``actor_steps_per_iter * ppo_epochs`` policy
             steps per iteration).
-        clip_range: eps of the ratio clip ``[1 - eps, 1 + eps]``.
     """
 
     name: str = "archer_ppo"
-    ppo_epochs: int = 4
-    clip_range: float = 0.2
 
     def validate(self) -> None:
         super().validate()
-        check(self.ppo_epochs > 0, "algorithm.ppo_epochs", "must be positive")
-        check(self.clip_range > 0, "algorithm.clip_range", "must be positive")
         check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
 
 
 @dataclass
-class PPOConfig(AlgorithmConfig):
+class PPOConfig(GenerationMixin, ValueModelMixin, PPOUpdateMixin, AlgorithmConfig):
     """Token-level PPO, the on-policy baseline of the paper's "100x" comparison (ARCHER_SPEC.md 1.4, section 6).
 
     Every iteration plays ``rollout.episodes_per_iter`` games, then runs ``ppo_epochs`` passes over their action
@@ -535,8 +617,8 @@ class PPOConfig(AlgorithmConfig):
     action tokens only (the environment's text is part of the next state, never an action); GAE runs over it with
     the utterance reward on each utterance's last token, a KL penalty to the frozen starting policy on every token,
     discount 1 between the tokens of an utterance and ``gamma`` from one utterance to the next. Episodes that end
-    by the turn limit are terminal, as in ArCHer. The value function is a separate causal LM with a scalar head,
-    loaded like the policy. Only the iteration's own games are used (on-policy); the replay buffer is ignored.
+    by the turn limit are terminal, as in ArCHer. The value function is the ``ValueModelMixin``'s value model. Only
+    the iteration's own games are used (on-policy); the replay buffer is ignored.
 
     Attributes:
         num_iterations: iterations of play then update (100 x 1024 games, the scale at which the paper reports PPO).
@@ -544,48 +626,34 @@ class PPOConfig(AlgorithmConfig):
             trainer's replay buffer, which every online run fills; PPO never reads it (``RolloutConfig``).
         ppo_epochs: passes over the iteration's tokens.
         num_minibatches: optimiser steps per pass; the utterances are shuffled and split into this many minibatches.
-        clip_range: eps of the ratio clip.
         value_clip_range: PPO's clip of the value update around the rollout's values; ``null`` is plain MSE.
         gamma: discount from one utterance to the next (the environment's per-turn discount; PPO trains no
             utterance critic, so it has no ``critic.gamma``).
         gae_lambda: GAE lambda, per token.
-        kl_coeff: weight of the per-token KL penalty ``log pi - log pi_ref`` in the rewards.
+        kl_coeff: weight of the per-token KL penalty ``log pi - log pi_ref`` in the rewards (not online ArCHer's
+            penalty on the advantage nor IQL + REINFORCE's mixing weight).
         normalize_advantages: standardise the advantages over the iteration's tokens.
         actor_lr: policy Adam learning rate.
-        value_lr: value model Adam learning rate.
-        value_max_grad_norm: the value model clips its own gradient to this norm.
         actor_micro_batch_size: utterances per forward/backward (policy and value model).
-        generation_batch_size: prompts per ``generate`` call when playing.
+        generation_batch_size: prompts per ``generate`` call when playing (256).
     """
 
     name: str = "ppo"
     num_iterations: int = 100
     rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(episodes_per_iter=1024))
-    ppo_epochs: int = 4
     num_minibatches: int = 4
-    clip_range: float = 0.2
     value_clip_range: float | None = None
     gamma: float = 0.95
     gae_lambda: float = 0.95
     kl_coeff: float = 0.05
     normalize_advantages: bool = True
     actor_lr: float = 1e-6
-    value_lr: float = 1e-5
-    value_max_grad_norm: float = 1.0
     actor_micro_batch_size: int = 8
     generation_batch_size: int = 256
 
     def validate(self) -> None:
         super().validate()
-        for key in (
-            "ppo_epochs",
-            "num_minibatches",
-            "generation_batch_size",
-            "value_lr",
-            "value_max_grad_norm",
-            "clip_range",
-        ):
-            check(getattr(self, key) > 0, f"algorithm.{key}", "must be positive")
+        check(self.num_minibatches > 0, "algorithm.num_minibatches", "must be positive")
         check(self.value_clip_range is None or self.value_clip_range > 0, "algorithm.value_clip_range", "> 0 or null")
         check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
         check(0 <= self.gae_lambda <= 1, "algorithm.gae_lambda", "must be in [0, 1]")
