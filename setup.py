@@ -40,6 +40,8 @@ setup(
         "kalm": ["d3rlpy==2.8.0"],
         # KALM on Meta-World (archer/kalm/metaworld_env.py): metaworld 3.1.1 needs mujoco 3.3.0 (newer breaks it).
         "metaworld": ["d3rlpy==2.8.0", "metaworld==3.1.1", "mujoco==3.3.0"],
+        # KALM's CLEVR-Robot pushes simulated in MuJoCo (archer/kalm/clevr_mujoco_env.py); the metaworld extra's pin.
+        "clevr_mujoco": ["d3rlpy==2.8.0", "mujoco==3.3.0"],
         "dev": ["pytest>=8", "ruff>=0.6", "wandb>=0.17"],
     },
 )

@@ -3,6 +3,8 @@ rollouts for goals without data, and learn a goal-conditioned policy offline fro
 
 Modules, in pipeline order:
     env: the numpy CLEVR-style ball-pushing environment, its success rule and the scripted noisy expert.
+    clevr_mujoco_env: the same pushes simulated in MuJoCo (optional extra ``clevr_mujoco``).
+    metaworld_env: a few Meta-World tasks behind the same interface (optional extra ``metaworld``).
     language: instruction templates, goal splits per level, goal encodings for the policy.
     data: trajectory sets in KALM's keys, collection with the expert, and the reader for KALM's ``.npy`` files.
     grounding: the grounded causal LM (state/action in, state/action/text out) and the four prompt patterns.

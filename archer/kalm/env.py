@@ -3,7 +3,7 @@
 State: the (x, y) positions of 5 balls, 10 numbers ``[x0, y0, x1, y1, ...]``. Action: ``obj * 8 + dir``, 40 pushes,
 with the 8 push directions of CLEVR-Robot (``PUSH_DIRECTIONS``); a push moves the ball by ``step_size`` times
 the direction vector (diagonals are 0.8 per axis, as in CLEVR-Robot), plus optional Gaussian noise, clipped to the
-arena. Balls do not collide (the MuJoCo physics is not reproduced; see docs/kalm.md).
+arena. Balls do not collide here; ``archer.kalm.clevr_mujoco_env`` simulates the same pushes in MuJoCo.
 
 A goal is one or two relations ``(source, destination, direction)``. Its vector is KALM's 6-d layout per relation
 (role per ball: 1 source, 2 destination, 0 other; then the direction code 0 behind (+y), 1 left (-x), 2 front

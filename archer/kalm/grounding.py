@@ -25,6 +25,7 @@ them back.
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,9 +145,16 @@ class GroundedLM(nn.Module):
 
     # -- persistence ------------------------------------------------------------------------------------------
     def save_pretrained(self, folder: str | Path) -> None:
+        """Write ``lm/`` (the body, LoRA adapters merged in, and the tokenizer), ``vector_layers.pt`` and
+        ``grounding.json``; the model itself is left as it is."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        lm = self.lm.merge_and_unload() if hasattr(self.lm, "merge_and_unload") else self.lm
+        lm = self.lm
+        if hasattr(lm, "merge_and_unload"):
+            # LoRA (peft): save the adapters merged into a copy of the body, so the folder is a plain causal LM and
+            # this model keeps its adapters (merging in place would drop them and change the base weights).
+            # The copy holds a second set of the LM's weights for a moment.
+            lm = copy.deepcopy(lm).merge_and_unload()
         lm.save_pretrained(folder / "lm")
         self.tokenizer.save_pretrained(folder / "lm")
         vector_layers = {k: v for k, v in self.state_dict().items() if not k.startswith("lm.")}

@@ -21,7 +21,7 @@ import numpy as np
 from archer.kalm import data as kalm_data
 from archer.kalm import env as ball_env
 from archer.kalm.config import KalmRunConfig
-from archer.kalm.errors import KalmDataError, MissingExtraError
+from archer.kalm.errors import KalmDataError
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +32,19 @@ def stage_key(*parts) -> str:
 
 
 def make_env(cfg: KalmRunConfig):
-    """The run's environment behind the pipeline's interface (``archer.kalm.data.BallPushSuite`` or
-    ``MetaWorldEnv``)."""
-    if cfg.env.name == "clevr_mujoco":
-        raise MissingExtraError(
-            "env.name=clevr_mujoco (KALM's MuJoCo CLEVR-Robot) is not implemented in this project yet; it would need "
-            "mujoco==3.3.0, dm_control==1.0.28, gym==0.26.2, six and opencv-python-headless plus the vendored "
-            "clevr_robot_env code. Use env.name=ball_push (same state, actions, goals and success rule)."
-        )
+    """The run's environment behind the pipeline's interface (``archer.kalm.data.BallPushSuite`` over a
+    ball-push env, numpy or MuJoCo, or ``MetaWorldEnv``)."""
     if cfg.env.name == "metaworld":
         from archer.kalm.metaworld_env import MetaWorldEnv
 
         return MetaWorldEnv(horizon=cfg.env.horizon)  # MissingExtraError without the metaworld extra
     e = cfg.env
-    env_class = ball_env.BallPushContinuousEnv if e.name == "ball_push_continuous" else ball_env.BallPushEnv
+    if e.name == "clevr_mujoco":
+        from archer.kalm.clevr_mujoco_env import ClevrMujocoEnv
+
+        env_class = ClevrMujocoEnv  # MissingExtraError without the clevr_mujoco extra
+    else:
+        env_class = ball_env.BallPushContinuousEnv if e.name == "ball_push_continuous" else ball_env.BallPushEnv
     return kalm_data.suite(env_class(e.step_size, e.motion_noise, e.start_range, e.min_gap, e.bound, e.horizon))
 
 
