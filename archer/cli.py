@@ -1,7 +1,7 @@
-"""The command-line entry: turns a composed Hydra config into a typed ``RunConfig`` and trains.
+"""The command-line entry: registers the schemas, turns a composed Hydra config into a typed ``RunConfig`` and trains.
 
 ``scripts/run.py`` is a thin ``@hydra.main`` wrapper around ``run_or_refuse`` (``main``, with the project's errors
-printed as one line); tests call ``to_run_config`` and ``archer.trainer.train`` directly.
+printed as one line), after ``register_configs``; tests call ``to_run_config`` and ``archer.trainer.train`` directly.
 """
 
 from __future__ import annotations
@@ -14,15 +14,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException, ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from archer.config import ConfigError, RunConfig, register_configs, renamed_key_message
+from archer.config import ConfigError, RunConfig, register_schemas, renamed_key_message
+from archer.envs.registry import GAMES
 from archer.errors import ArcherError
 
 log = logging.getLogger(__name__)
+
+
+def register_configs() -> None:
+    """Register every schema with Hydra's ConfigStore: the config layer's (``register_schemas``) and each game's
+    config class as the ``env`` option ``base_<game>`` (the schema ``scripts/config/env/<game>.yaml`` extends)."""
+    store = ConfigStore.instance()
+    register_schemas(store)
+    for spec in GAMES.values():
+        store.store(group="env", name=f"base_{spec.name}", node=spec.config)
 
 
 def to_run_config(cfg: DictConfig) -> RunConfig:

@@ -76,8 +76,8 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from archer.cli import to_run_config
-from archer.config import ConfigError, RunConfig, register_configs
+from archer.cli import register_configs, to_run_config
+from archer.config import ConfigError, RunConfig
 from archer.tracking import read_metrics
 
 SCRIPTS = Path(__file__).resolve().parent

@@ -31,8 +31,7 @@ from typing import Any
 import torch
 from hydra import compose, initialize_config_dir
 
-from archer.cli import to_run_config
-from archer.config import register_configs
+from archer.cli import register_configs, to_run_config
 from archer.data.rollout import collect_trajectories
 from archer.envs.registry import make_env, make_oracle
 from archer.models.incremental import IncrementalActor

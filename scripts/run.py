@@ -12,8 +12,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from archer.cli import report_composition_errors, run_or_refuse
-from archer.config import register_configs
+from archer.cli import register_configs, report_composition_errors, run_or_refuse
 
 register_configs()
 

@@ -1,20 +1,25 @@
-"""Every configuration dataclass of the project, and their registration with Hydra's ConfigStore.
+"""The configuration dataclasses of every part but the games, and their registration with Hydra's ConfigStore.
 
 The schema lives in this package, the values in ``scripts/config/*.yaml``. Hydra checks keys and types while
 composing (a misspelt key or a wrong type fails before anything is built); ``OmegaConf.to_object`` then builds these
 dataclasses, whose ``__post_init__`` checks the rules that span several fields. Library code only ever receives
 these typed objects, never a ``DictConfig``.
 
-One module per part of the tree: ``model`` (group ``model``), ``env`` (group ``env``), ``algorithm`` (group
-``algorithm``, with the groups the algorithms share), ``run`` (the root and its data, evaluation and logging parts);
-``checks`` holds the error and the checks they use, ``renamed`` the keys that moved and where to. Import them
+One module per part of the tree: ``model`` (group ``model``), ``env`` (the base of group ``env``), ``algorithm``
+(group ``algorithm``, with the groups the algorithms share), ``run`` (the root and its data, evaluation and logging
+parts); ``checks`` holds the error and the checks they use, ``renamed`` the keys that moved and where to. Import them
 from here.
+
+Each game's ``env`` schema lives in its package (``archer/envs/<game>/config.py``), above this layer, so
+``register_schemas`` stores only this layer's schemas; ``archer.cli.register_configs`` stores them and every game's.
 
 Defaults follow the ArCHer paper where the paper and the reference code differ (ARCHER_SPEC.md section 6); the
 reference's value is named in the field's documentation.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from archer.config.algorithm import (
     V_TARGET_ACTIONS,
@@ -33,17 +38,8 @@ from archer.config.algorithm import (
     PPOConfig,
     RolloutConfig,
 )
-from archer.config.checks import ConfigError
-from archer.config.env import (
-    AdventureEnvConfig,
-    EnvConfig,
-    FrozenLakeEnvConfig,
-    GridEnvConfig,
-    GuessMyCityEnvConfig,
-    SokobanEnvConfig,
-    TwentyQuestionsEnvConfig,
-    WebShopEnvConfig,
-)
+from archer.config.checks import ConfigError, check, check_choice, check_path
+from archer.config.env import EnvConfig, check_noise_levels, check_oracle_paths
 from archer.config.model import (
     DTYPES,
     HISTORY_READINGS,
@@ -60,6 +56,9 @@ from archer.config.model import (
 from archer.config.renamed import RENAMED_KEYS, renamed_key_message
 from archer.config.run import EvalConfig, LoggingConfig, OfflineDataConfig, RunConfig
 
+if TYPE_CHECKING:
+    from hydra.core.config_store import ConfigStore
+
 __all__ = [
     "DTYPES",
     "HISTORY_READINGS",
@@ -69,7 +68,6 @@ __all__ = [
     "Q_INPUTS",
     "RENAMED_KEYS",
     "V_TARGET_ACTIONS",
-    "AdventureEnvConfig",
     "AlgorithmConfig",
     "ArcherBaselineConfig",
     "ArcherConfig",
@@ -83,9 +81,6 @@ __all__ = [
     "EnvConfig",
     "EvalConfig",
     "FilteredBCConfig",
-    "FrozenLakeEnvConfig",
-    "GridEnvConfig",
-    "GuessMyCityEnvConfig",
     "IQLReinforceConfig",
     "LoggingConfig",
     "ModelConfig",
@@ -97,24 +92,24 @@ __all__ = [
     "PolicyConfig",
     "RolloutConfig",
     "RunConfig",
-    "SokobanEnvConfig",
     "TurnReaderConfig",
-    "TwentyQuestionsEnvConfig",
-    "WebShopEnvConfig",
-    "register_configs",
+    "check",
+    "check_choice",
+    "check_noise_levels",
+    "check_oracle_paths",
+    "check_path",
+    "register_schemas",
     "renamed_key_message",
 ]
 
 
-def register_configs() -> None:
-    """Register every schema with Hydra's ConfigStore (tutorial 5.1 pattern: YAML files extend a base schema)."""
-    from hydra.core.config_store import ConfigStore
-
-    store = ConfigStore.instance()
+def register_schemas(store: ConfigStore) -> None:
+    """Store this layer's schemas in Hydra's ``store`` (tutorial 5.1 pattern: YAML files extend a base schema): the
+    root, the ``algorithm`` and ``model`` groups' and KALM's root. The ``env`` group's come from the games;
+    ``archer.cli.register_configs`` stores both."""
     store.store(name="base_run", node=RunConfig)
     store.store(group="algorithm", name="base_bc", node=BCConfig)
     store.store(group="algorithm", name="base_archer", node=ArcherConfig)
-    store.store(group="env", name="base_twenty_questions", node=TwentyQuestionsEnvConfig)
     store.store(group="model", name="base_model", node=ModelConfig)
     store.store(group="algorithm", name="base_offline_archer", node=OfflineArcherConfig)
     store.store(group="algorithm", name="base_offline_filtered_bc", node=OfflineFilteredBCConfig)
@@ -124,11 +119,6 @@ def register_configs() -> None:
     store.store(group="algorithm", name="base_archer_baseline", node=ArcherBaselineConfig)
     store.store(group="algorithm", name="base_archer_ppo", node=ArcherPPOConfig)
     store.store(group="algorithm", name="base_ppo", node=PPOConfig)
-    store.store(group="env", name="base_webshop", node=WebShopEnvConfig)
-    store.store(group="env", name="base_guess_my_city", node=GuessMyCityEnvConfig)
-    store.store(group="env", name="base_adventure", node=AdventureEnvConfig)
-    store.store(group="env", name="base_frozenlake", node=FrozenLakeEnvConfig)
-    store.store(group="env", name="base_sokoban", node=SokobanEnvConfig)
     from archer.kalm.config import register_kalm_configs
 
     register_kalm_configs(store)  # base_kalm_run: the KALM pipeline's root (scripts/config/kalm_clevr.yaml)

@@ -1,4 +1,6 @@
-"""Every game by name: one ``GameSpec`` per game package. Adding a game is one line in ``GAMES``."""
+"""Every game by name: one ``GameSpec`` per game package. Adding a game is its package, its YAML file
+``scripts/config/env/<name>.yaml`` and one line in ``GAMES``, from which ``archer.cli.register_configs`` stores the
+``env`` group's schemas."""
 
 from __future__ import annotations
 

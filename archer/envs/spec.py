@@ -32,7 +32,8 @@ class GameSpec:
 
     Attributes:
         name: the ``env.name`` that selects the game.
-        config: the game's ``EnvConfig`` subclass (the schema of ``scripts/config/env/<name>.yaml``).
+        config: the game's ``EnvConfig`` subclass, in its package's ``config.py``; ``archer.cli.register_configs``
+            stores it as the ``env`` option ``base_<name>``, the schema ``scripts/config/env/<name>.yaml`` extends.
         build_env: builds the batched environment.
         build_oracle: builds the oracle, shared by the training and evaluation environments; None if the game has
             no oracle.

@@ -86,7 +86,7 @@ def test_tiny_continuous_run(tmp_path):
 def run_in_process(tmp_path: Path, *overrides: str) -> dict[str, float]:
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import main
 
     register_configs()

@@ -17,11 +17,12 @@ from torch import nn
 from archer.algorithms.chai import CHAIAlgorithm
 from archer.algorithms.filtered_bc import FilteredBCAlgorithm
 from archer.algorithms.ppo import token_gae_over_games
-from archer.config import CHAIConfig, ConfigError, FilteredBCConfig, TwentyQuestionsEnvConfig
+from archer.config import CHAIConfig, ConfigError, FilteredBCConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.envs.registry import make_env
+from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.models.policy import Generation
 from archer.trainer import Trainer, build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run

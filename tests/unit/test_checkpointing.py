@@ -16,8 +16,8 @@ from archer.config import (
     ModelConfig,
     PolicyConfig,
     RunConfig,
-    TwentyQuestionsEnvConfig,
 )
+from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.pretraining import pretraining_config
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from archer.config import GuessMyCityEnvConfig, OfflineDataConfig, RunConfig
+from archer.config import OfflineDataConfig, RunConfig
 from archer.data.offline import load_offline_trajectories
+from archer.envs.guess_my_city.config import GuessMyCityEnvConfig
 from archer.envs.guess_my_city.dataset import (
     CityConversation,
     DatasetError,

@@ -11,7 +11,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-from archer.config import GuessMyCityEnvConfig
+from archer.envs.guess_my_city.config import GuessMyCityEnvConfig
 from archer.envs.guess_my_city.env import CITY_PROMPT_TEMPLATE, make_t5_oracle
 from archer.envs.guess_my_city.facts import CITIES, CITY_BY_KEY, COUNTRIES, LANGUAGE_NAMES, REGION_NAMES, TOPICS
 from archer.envs.guess_my_city.oracle import (

@@ -9,8 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from archer.checkpointing import CheckpointError
-from archer.cli import describe_error, run_or_refuse
-from archer.config import ConfigError, register_configs
+from archer.cli import describe_error, register_configs, run_or_refuse
+from archer.config import ConfigError
 from archer.data.json_records import DatasetError
 from archer.envs.webshop.client import WebShopServerError
 from archer.errors import ArcherError, MissingExtraError, MissingFileError

@@ -20,7 +20,6 @@ from archer.config import (
     ConfigError,
     CriticTrainingConfig,
     RolloutConfig,
-    register_configs,
 )
 from archer.config import algorithm as algorithm_configs
 from tests.conftest import compose_run
@@ -147,7 +146,7 @@ def test_an_old_key_on_the_command_line_names_its_new_key(old: str, new: str) ->
 
 
 def test_an_old_key_in_a_yaml_file_names_its_new_key(tmp_path) -> None:
-    from archer.cli import compose_run_config
+    from archer.cli import compose_run_config, register_configs
     from tests.conftest import CONFIG_DIR
 
     (tmp_path / "mine.yaml").write_text(

@@ -6,11 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from archer.config import TwentyQuestionsEnvConfig
 from archer.critic_probe import pairwise_agreement, probe_critic
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import INVALID, NO, YES
 from archer.envs.registry import make_env, make_oracle
+from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.envs.twenty_questions.env import names_word_last_word
 from archer.envs.twenty_questions.oracle import parse_question
 from archer.envs.twenty_questions.probe import (

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from archer.config import GuessMyCityEnvConfig
 from archer.envs.checker import check_env
+from archer.envs.guess_my_city.config import GuessMyCityEnvConfig
 from archer.envs.guess_my_city.env import (
     CENSORED,
     GuessMyCityEnv,

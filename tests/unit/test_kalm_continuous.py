@@ -277,7 +277,7 @@ def kalm_data_file_config():
 def test_continuous_config_composes():
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import make_env, to_kalm_config
     from tests.conftest import CONFIG_DIR
 

@@ -104,7 +104,7 @@ def test_tiny_metaworld_pipeline_run(tmp_path):
     pytest.importorskip("d3rlpy")
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import main
     from tests.conftest import CONFIG_DIR
 
@@ -138,7 +138,7 @@ def test_tiny_metaworld_pipeline_run(tmp_path):
 def test_kalm_metaworld_composes_without_the_extra():
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import to_kalm_config
     from tests.conftest import CONFIG_DIR
 

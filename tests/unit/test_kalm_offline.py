@@ -80,7 +80,7 @@ def test_config_errors_name_the_key():
 def test_kalm_clevr_composes_into_the_typed_config():
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import to_kalm_config
     from tests.conftest import CONFIG_DIR
 

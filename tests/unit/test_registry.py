@@ -1,4 +1,7 @@
-"""The game registry: one ``GameSpec`` per game, each consistent with its config class and its YAML option."""
+"""The game registry: one ``GameSpec`` per game, each consistent with its config class and its YAML option.
+
+A game is its package (``archer/envs/<game>/``, config class included), its YAML file and its line in ``GAMES``: the
+``env`` group's schemas are stored from ``GAMES`` and from nowhere else."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ from typing import cast
 
 import pytest
 
-from archer.config import EnvConfig, RunConfig, register_configs
+from archer.cli import register_configs
+from archer.config import EnvConfig, RunConfig
 from archer.data.offline import load_offline_trajectories
 from archer.envs.registry import GAMES, make_env, make_oracle
 
@@ -38,10 +42,28 @@ def test_an_unknown_game_is_refused_with_the_known_names(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("name", sorted(GAMES))
-def test_every_game_config_is_stored_for_its_yaml_file(name: str) -> None:
-    from hydra.core.config_store import ConfigStore
+def test_every_game_config_lives_in_its_game_package(name: str) -> None:
+    module = GAMES[name].config.__module__
+    assert module.startswith("archer.envs.") and module.endswith(".config"), module
+    assert module.count(".") == 3, module  # archer.envs.<game>.config
+
+
+def test_the_env_group_stores_exactly_the_games_config_classes() -> None:
+    """Each game's class as ``env/base_<game>``, and no other environment schema anywhere in the store."""
+    from hydra.core.config_store import ConfigNode, ConfigStore
     from omegaconf import OmegaConf
 
+    def schemas(repo: dict, prefix: str = "") -> dict[str, type]:
+        found = {}
+        for key, entry in repo.items():
+            if isinstance(entry, dict):
+                found.update(schemas(entry, f"{prefix}{key}/"))
+            elif isinstance(entry, ConfigNode):
+                found[f"{prefix}{key}"] = OmegaConf.get_type(entry.node)
+        return found
+
     register_configs()
-    stored = ConfigStore.instance().repo["env"][f"base_{name}.yaml"].node
-    assert OmegaConf.get_type(stored) is GAMES[name].config
+    stored = schemas(ConfigStore.instance().repo)
+    env_schemas = {path: cls for path, cls in stored.items() if isinstance(cls, type) and issubclass(cls, EnvConfig)}
+    assert env_schemas == {f"env/base_{name}.yaml": spec.config for name, spec in GAMES.items()}
+    assert {path for path in stored if path.startswith("env/")} == set(env_schemas)

@@ -210,8 +210,8 @@ def test_the_server_stops_by_itself(site: Site) -> None:
 
 
 def test_make_env_plays_a_server_when_server_url_is_set(site: Site) -> None:
-    from archer.config import WebShopEnvConfig
     from archer.envs.registry import make_env
+    from archer.envs.webshop.config import WebShopEnvConfig
 
     shop = dict(num_products=200, num_instructions=NUM_INSTRUCTIONS, train_lower=200, train_upper=250, data_upper=100)
     with serving(site) as server:

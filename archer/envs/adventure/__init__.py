@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archer.config import AdventureEnvConfig, EnvConfig, RunConfig
+from archer.config import EnvConfig, RunConfig
+from archer.envs.adventure.config import AdventureEnvConfig
 from archer.envs.base import BatchedTextEnv
 from archer.envs.oracles import Oracle
 from archer.envs.spec import GameSpec

@@ -59,7 +59,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from archer.config import AdventureEnvConfig, ConfigError, EnvConfig
+from archer.config import ConfigError, EnvConfig
+from archer.envs.adventure.config import AdventureEnvConfig
 from archer.envs.base import BatchedTextEnv, StepResult, encodable
 from archer.errors import MissingExtraError, MissingFileError
 

@@ -15,9 +15,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from archer.config import AdventureEnvConfig, RunConfig
+from archer.config import RunConfig
 from archer.data.scripted_play import Player, cached_scripted_trajectories, observation_settings, play_scripted
 from archer.data.trajectory import Trajectory
+from archer.envs.adventure.config import AdventureEnvConfig
 from archer.envs.adventure.env import make_adventure_env, normalise_command
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archer.config import EnvConfig, FrozenLakeEnvConfig, RunConfig, SokobanEnvConfig
+from archer.config import EnvConfig, RunConfig
 from archer.envs.base import BatchedTextEnv
+from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
 from archer.envs.oracles import Oracle
 from archer.envs.spec import GameSpec
 

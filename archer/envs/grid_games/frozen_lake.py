@@ -22,7 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from archer.config import EnvConfig, FrozenLakeEnvConfig
+from archer.config import EnvConfig
+from archer.envs.grid_games.config import FrozenLakeEnvConfig
 from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome
 from archer.errors import MissingExtraError
 

@@ -12,9 +12,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from archer.config import FrozenLakeEnvConfig, GridEnvConfig, RunConfig
+from archer.config import RunConfig
 from archer.data.scripted_play import Player, cached_scripted_trajectories, observation_settings, play_scripted
 from archer.data.trajectory import Trajectory
+from archer.envs.grid_games.config import FrozenLakeEnvConfig, GridEnvConfig
 from archer.envs.grid_games.frozen_lake import make_frozen_lake_env
 from archer.envs.grid_games.grid import DIRECTIONS
 from archer.envs.grid_games.sokoban import make_sokoban_env

@@ -12,7 +12,8 @@ Grid symbols are RAGEN's: ``#`` wall, ``_`` floor, ``O`` target, ``X`` box, ``âˆ
 
 from __future__ import annotations
 
-from archer.config import EnvConfig, SokobanEnvConfig
+from archer.config import EnvConfig
+from archer.envs.grid_games.config import SokobanEnvConfig
 from archer.envs.grid_games.grid import GridGameEnv, MoveOutcome
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom, generate_room, solve
 

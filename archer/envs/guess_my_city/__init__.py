@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archer.config import EnvConfig, GuessMyCityEnvConfig, RunConfig
+from archer.config import EnvConfig, RunConfig
 from archer.envs.base import BatchedTextEnv
+from archer.envs.guess_my_city.config import GuessMyCityEnvConfig
 from archer.envs.oracles import Oracle
 from archer.envs.spec import GameSpec
 

@@ -37,9 +37,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from archer.config import GuessMyCityEnvConfig, RunConfig
+from archer.config import RunConfig
 from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_checked_records
 from archer.data.trajectory import Trajectory
+from archer.envs.guess_my_city.config import GuessMyCityEnvConfig
 from archer.envs.guess_my_city.facts import CITIES, City
 from archer.envs.guess_my_city.questioners import CityQuestioner, make_city_questioner, play_city_game
 from archer.envs.oracles import Oracle

@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archer.config import EnvConfig, RunConfig, TwentyQuestionsEnvConfig
+from archer.config import EnvConfig, RunConfig
 from archer.envs.base import BatchedTextEnv
 from archer.envs.oracles import Oracle
 from archer.envs.spec import GameSpec
+from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.envs.twenty_questions.prompts import TWENTY_QUESTIONS_INSTRUCTION
 
 if TYPE_CHECKING:

@@ -29,11 +29,12 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from archer.config import RunConfig, TwentyQuestionsEnvConfig
+from archer.config import RunConfig
 from archer.data.json_records import DatasetError, read_json_list, require_keys, shorten, write_checked_records
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
 from archer.envs.question_game import INITIAL_OBSERVATION
+from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.envs.twenty_questions.questioners import Questioner, make_questioner, play_game
 from archer.envs.twenty_questions.words import WORDS, Word, word_list
 

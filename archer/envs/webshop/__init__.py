@@ -17,10 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archer.config import EnvConfig, RunConfig, WebShopEnvConfig
+from archer.config import EnvConfig, RunConfig
 from archer.envs.base import BatchedTextEnv
 from archer.envs.oracles import Oracle
 from archer.envs.spec import GameSpec
+from archer.envs.webshop.config import WebShopEnvConfig
 
 if TYPE_CHECKING:
     from archer.data.trajectory import Trajectory

@@ -237,7 +237,7 @@ def webshop_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False
     shopper's option accuracy, the episode count and seed, and the server URL when the games were played on one),
     so a changed setting never reuses another setting's data.
     """
-    from archer.config import WebShopEnvConfig
+    from archer.envs.webshop.config import WebShopEnvConfig
     from archer.envs.webshop.shop import make_webshop_env
 
     env_cfg = cfg.env
@@ -280,7 +280,7 @@ def webshop_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: generate a dataset file."""
-    from archer.config import WebShopEnvConfig
+    from archer.envs.webshop.config import WebShopEnvConfig
     from archer.envs.webshop.shop import make_webshop_env
 
     parser = argparse.ArgumentParser(description="Record scripted shoppers' WebShop games as a dataset.")

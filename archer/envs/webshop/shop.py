@@ -58,7 +58,7 @@ def scripted_corpus(site: Site, num_games: int = CORPUS_GAMES) -> list[str]:
 
 def site_for(cfg: EnvConfig) -> Site:
     """The in-process shop a ``WebShopEnvConfig`` describes (cached)."""
-    from archer.config import WebShopEnvConfig
+    from archer.envs.webshop.config import WebShopEnvConfig
 
     assert isinstance(cfg, WebShopEnvConfig)
     return build_site(cfg.num_products, cfg.shop_seed, cfg.num_instructions, cfg.show_attributes)
@@ -70,7 +70,7 @@ def make_webshop_env(cfg: EnvConfig, seed: int | None = None) -> WebShopEnv:
     The tokenizer corpus always comes from the in-process shop (no network while building models); its pages have
     the same layout as any WebShop server's.
     """
-    from archer.config import WebShopEnvConfig
+    from archer.envs.webshop.config import WebShopEnvConfig
 
     assert isinstance(cfg, WebShopEnvConfig)
     site = site_for(cfg)
