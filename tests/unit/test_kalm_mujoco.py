@@ -38,7 +38,7 @@ def test_missing_extra_when_the_import_fails(monkeypatch):
 def test_kalm_clevr_mujoco_composes_without_the_extra():
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import to_kalm_config
     from tests.conftest import CONFIG_DIR
 
@@ -185,7 +185,7 @@ def test_tiny_clevr_mujoco_pipeline_run(tmp_path):
     pytest.importorskip("d3rlpy")
     from hydra import compose, initialize_config_dir
 
-    from archer.config import register_configs
+    from archer.cli import register_configs
     from archer.kalm.pipeline import main
     from tests.conftest import CONFIG_DIR
 
