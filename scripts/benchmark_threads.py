@@ -10,7 +10,8 @@ training run does, dense matrix products on ``--neighbour-threads`` torch thread
 ``torch_threads``) and ``--wait-policies`` (the ``OMP_WAIT_POLICY`` the run starts with; ``default`` leaves it unset,
 so torch's OpenMP runtime spins for a while before a waiting thread sleeps; ``PASSIVE`` sleeps at once), it runs
 ``benchmark_iteration.py --no-schedule`` in a fresh process (OpenMP reads its wait policy once, at start) and prints
-seconds per iteration and per phase, and each setting's slow-down against the same threads on the idle machine.
+seconds per iteration and per phase, and each setting's slow-down against the idle setting with the same threads and
+wait policy.
 
 The machine's other work counts too: run it with nothing else on the cores. Each setting runs
 ``--warmup-iterations`` untimed iterations first (default 1) so model loading and the first call's warm-up stay
@@ -34,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 SCRIPTS = Path(__file__).resolve().parent
-#: What every setting runs on top of the config: the actor from the first iteration, no evaluation, no checkpoint
-#: in the timed iterations.
-DEFAULT_OVERRIDES = ("algorithm.warmup_iters=0", "eval.every_iters=0", "eval.before_training=false")
+#: What every setting runs on top of the config: the actor from the first iteration, no evaluation in the timed
+#: iterations. (Evaluation settings that change the cached starting policy's key, such as ``eval.before_training``,
+#: are left alone: changing them would clone a new start first.)
+DEFAULT_OVERRIDES = ("algorithm.warmup_iters=0", "eval.every_iters=0")
 PHASE_COLUMNS = ("rollout", "critic_generation", "critic_update", "actor_generation", "actor_update")
 
 NEIGHBOUR_CODE = """
@@ -128,12 +130,13 @@ def measure(setting: Setting, args: argparse.Namespace, scratch: Path) -> dict[s
 
 
 def rows(results: dict[Setting, dict[str, Any]]) -> Iterator[list[str]]:
-    """One table row per setting: seconds per iteration and phase, and the slow-down against idle."""
-    idle = {s.threads: r["phases_s"]["iteration"] for s, r in results.items() if s.load == "none"}
+    """One table row per setting: seconds per iteration and phase, and the slow-down against the idle setting with
+    the same threads and wait policy."""
+    idle = {(s.threads, s.wait_policy): r["phases_s"]["iteration"] for s, r in results.items() if s.load == "none"}
     for setting, training in results.items():
         phases = training["phases_s"]
         iteration = phases["iteration"]
-        reference = idle.get(setting.threads)
+        reference = idle.get((setting.threads, setting.wait_policy))
         slowdown = "" if reference is None else f"{iteration / reference:.2f}x"
         cells = [f"{phases[p]:.1f}" if p in phases else "-" for p in PHASE_COLUMNS]
         yield [setting.load, str(setting.threads), setting.wait_policy, f"{iteration:.1f}", slowdown, *cells]

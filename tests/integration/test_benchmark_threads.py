@@ -24,7 +24,7 @@ def test_the_grid_puts_idle_settings_first_and_sets_only_the_wait_policy() -> No
     assert bench.run_environment("PASSIVE", base) == {"PATH": "/bin", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
-def test_the_table_gives_each_setting_its_slow_down_against_idle_at_the_same_threads() -> None:
+def test_the_table_gives_each_setting_its_slow_down_against_idle_at_the_same_threads_and_policy() -> None:
     def figures(iteration: float) -> dict:
         return {"phases_s": {"iteration": iteration, "rollout": iteration / 2, "critic_update": iteration / 4}}
 
@@ -32,12 +32,15 @@ def test_the_table_gives_each_setting_its_slow_down_against_idle_at_the_same_thr
         bench.Setting("none", 1, "default"): figures(10.0),
         bench.Setting("none", 2, "default"): figures(8.0),
         bench.Setting("busy", 1, "default"): figures(15.0),
+        bench.Setting("none", 2, "PASSIVE"): figures(10.0),
         bench.Setting("busy", 2, "PASSIVE"): figures(40.0),
+        bench.Setting("busy", 2, "ACTIVE"): figures(50.0),
     }
     table = bench.format_table(results).splitlines()
     assert table[2] == "| none | 1 | default | 10.0 | 1.00x | 5.0 | - | 2.5 | - | - |"
     assert table[4] == "| busy | 1 | default | 15.0 | 1.50x | 7.5 | - | 3.8 | - | - |"
-    assert table[5] == "| busy | 2 | PASSIVE | 40.0 | 5.00x | 20.0 | - | 10.0 | - | - |"
+    assert table[6] == "| busy | 2 | PASSIVE | 40.0 | 4.00x | 20.0 | - | 10.0 | - | - |"
+    assert table[7] == "| busy | 2 | ACTIVE | 50.0 |  | 25.0 | - | 12.5 | - | - |"  # no idle figure to compare
 
 
 def test_one_tiny_setting_beside_a_busy_neighbour(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
