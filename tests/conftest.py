@@ -79,6 +79,20 @@ TINY_RUN_OVERRIDES = [
 ]
 
 
+# The KALM pipeline's networks and d3rlpy learner at the smallest size that runs; each test adds its own schedule.
+TINY_KALM_MODELS = [
+    "torch_threads=1",
+    "grounding.steps=2",
+    "grounding.batch_size=4",
+    "grounding.n_layer=1",
+    "grounding.n_embd=16",
+    "grounding.n_head=2",
+    "grounding.max_positions=64",
+    "offline.batch_size=16",
+    "offline.hidden_units=[16]",
+]
+
+
 def compose_run(name: str, overrides: list[str] | None = None) -> RunConfig:
     """Compose ``scripts/config/<name>.yaml`` with ``overrides`` and convert it to a validated ``RunConfig``."""
     return compose_run_config(CONFIG_DIR, name, ["run_dir=unused", *(overrides or [])])

@@ -13,23 +13,17 @@ import pytest
 
 pytest.importorskip("d3rlpy", reason="the kalm extra (d3rlpy) is not installed")
 
+from tests.conftest import TINY_KALM_MODELS  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
+    *TINY_KALM_MODELS,
     "seeds=[0,1]",
-    "torch_threads=1",
     "env.horizon=6",
     "collect.num_episodes=40",
-    "grounding.steps=2",
-    "grounding.batch_size=4",
-    "grounding.n_layer=1",
-    "grounding.n_embd=16",
-    "grounding.n_head=2",
-    "grounding.max_positions=64",
     "imagine.episodes_per_level=4",
     "imagine.batch_size=4",
     "offline.steps=5",
-    "offline.batch_size=16",
-    "offline.hidden_units=[16]",
     "eval.episodes_per_level=5",
 ]
 

@@ -187,26 +187,18 @@ def test_tiny_clevr_mujoco_pipeline_run(tmp_path):
 
     from archer.cli import register_configs
     from archer.kalm.pipeline import main
-    from tests.conftest import CONFIG_DIR
+    from tests.conftest import CONFIG_DIR, TINY_KALM_MODELS
 
     tiny = [
+        *TINY_KALM_MODELS,
         f"cache_dir={tmp_path / 'cache'}",
         f"run_dir={tmp_path / 'run'}",
         "seeds=[0]",
-        "torch_threads=1",
         "env.horizon=6",
         "collect.num_episodes=12",
-        "grounding.steps=2",
-        "grounding.batch_size=4",
-        "grounding.n_layer=1",
-        "grounding.n_embd=16",
-        "grounding.n_head=2",
-        "grounding.max_positions=64",
         "imagine.episodes_per_level=2",
         "imagine.batch_size=2",
         "offline.steps=3",
-        "offline.batch_size=16",
-        "offline.hidden_units=[16]",
         "eval.episodes_per_level=3",
     ]
     register_configs()
