@@ -42,6 +42,8 @@ setup(
         "metaworld": ["d3rlpy==2.8.0", "metaworld==3.1.1", "mujoco==3.3.0"],
         # KALM's CLEVR-Robot pushes simulated in MuJoCo (archer/kalm/clevr_mujoco_env.py); the metaworld extra's pin.
         "clevr_mujoco": ["d3rlpy==2.8.0", "mujoco==3.3.0"],
+        # KALM's grounding under DeepSpeed ZeRO (scripts/accelerate/kalm_zero3.yaml); runs on CPU processes too.
+        "deepspeed": ["deepspeed>=0.18.2,<0.19"],
         "dev": ["pytest>=8", "ruff>=0.6", "wandb>=0.17"],
     },
 )

@@ -93,6 +93,32 @@ TINY_KALM_MODELS = [
 ]
 
 
+def save_tiny_kalm_gpt2(folder: Path) -> Path:
+    """A tiny GPT-2 (1 layer, width 32) and a byte-level BPE tokenizer trained on the KALM prompts' words, saved
+    in ``folder`` as a Hugging Face model folder (what ``grounding.model=<folder>`` loads)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from archer.kalm import grounding, language
+    from archer.models.tokenizer import train_bpe_tokenizer
+
+    corpus = [" ".join(language.vocabulary()), " ".join(grounding.PATTERN_WORDS), "state # action @ next ^"]
+    tokenizer = train_bpe_tokenizer(corpus, 300, "causal")
+    config = GPT2Config(
+        n_layer=1,
+        n_embd=32,
+        n_head=2,
+        vocab_size=len(tokenizer),
+        n_positions=128,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 def compose_run(name: str, overrides: list[str] | None = None) -> RunConfig:
     """Compose ``scripts/config/<name>.yaml`` with ``overrides`` and convert it to a validated ``RunConfig``."""
     return compose_run_config(CONFIG_DIR, name, ["run_dir=unused", *(overrides or [])])

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,9 +219,11 @@ class GroundedLM(nn.Module):
             return output
         return output + latest_states(batch["kinds"], batch["states"])
 
-    def losses(
+    def forward(
         self, batch: dict[str, torch.Tensor], state_weight: float = 0.5, action_weight: float = 0.5
     ) -> dict[str, torch.Tensor]:
+        """The grounding losses on ``batch`` (``loss`` and its three parts). Training calls the model, not a
+        method, so that a launch's wrapper (DDP, a DeepSpeed engine) sees the forward pass and averages gradients."""
         hidden, logits = self.hidden_states(batch)
         return grounding_losses(
             self.predict_states(hidden, batch), self.action_head(hidden), logits, batch, state_weight, action_weight
@@ -475,27 +479,57 @@ def check_sizes(model: GroundedLM, data: TrajectorySet) -> None:
         raise KalmDataError(f"the data has action {data.actions.max()}, the model knows {model.num_actions} actions")
 
 
-def train_grounding(model: GroundedLM, data: TrajectorySet, cfg, rng, log=None) -> list[dict[str, float]]:
-    """``cfg.steps`` AdamW steps on batches of random episodes and patterns; returns the logged losses."""
-    from accelerate import Accelerator
+def accelerate_on_cpu() -> bool:
+    """Whether to tell Accelerate to stay on the CPU: when there is no GPU, except under a DeepSpeed launch, which
+    Accelerate would then silently ignore (DeepSpeed picks its own CPU accelerator when there is no GPU)."""
+    deepspeed_launch = os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true"
+    return not torch.cuda.is_available() and not deepspeed_launch
+
+
+def train_grounding(
+    model: GroundedLM, data: TrajectorySet, cfg, rng, log=None, rebuild: Callable[[], GroundedLM] | None = None
+) -> tuple[list[dict[str, float]], GroundedLM]:
+    """``cfg.steps`` AdamW steps on batches of random episodes and patterns; returns the logged losses and the
+    trained model.
+
+    Under ``accelerate launch`` with N processes, each process draws its own batches of ``cfg.batch_size`` (a step
+    averages N times as many examples, as the trainer's steps do) and the launch's wrapper (DDP, or a DeepSpeed
+    engine) averages the gradients, so every process ends with the same weights. One process draws exactly the
+    batches ``rng`` gives. The trained model is ``model`` itself, except under DeepSpeed ZeRO-3, which leaves each
+    process only a shard of every weight: the whole weights are then gathered into a fresh ``rebuild()``, complete
+    on the main process only."""
+    from accelerate import Accelerator, DistributedType
 
     check_sizes(model, data)
     data = data.subset(np.flatnonzero(data.lengths > 0))
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    accelerator = Accelerator(cpu=accelerate_on_cpu())
+    zero3 = False
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        # No data loader goes through prepare, so DeepSpeed is told the per-process batch here.
+        plugin = accelerator.state.deepspeed_plugin
+        accumulation = plugin.get_value("gradient_accumulation_steps")
+        plugin.deepspeed_config["train_micro_batch_size_per_gpu"] = cfg.batch_size
+        plugin.deepspeed_config["train_batch_size"] = cfg.batch_size * accumulation * accelerator.num_processes
+        zero3 = plugin.zero_stage == 3
+        if zero3 and rebuild is None:
+            raise ValueError("grounding under DeepSpeed ZeRO-3 needs rebuild=, to gather the weights into")
+    if accelerator.num_processes > 1:
+        rng = np.random.default_rng([int(rng.integers(2**32)), accelerator.process_index])
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 50))
+    builder = model  # the prompts need only the tokenizer and sizes, not the (possibly wrapped or sharded) weights
     model, optimizer = accelerator.prepare(model, optimizer)
-    core = accelerator.unwrap_model(model)
     history = []
     model.train()
     for step in range(cfg.steps):
         batch = {
-            k: v.to(accelerator.device) for k, v in sample_batch(core, data, cfg.patterns, cfg.batch_size, rng).items()
+            k: v.to(accelerator.device)
+            for k, v in sample_batch(builder, data, cfg.patterns, cfg.batch_size, rng).items()
         }
-        losses = core.losses(batch, cfg.state_loss_weight, cfg.action_loss_weight)
+        losses = model(batch, cfg.state_loss_weight, cfg.action_loss_weight)
         optimizer.zero_grad()
         accelerator.backward(losses["loss"])
-        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)  # DeepSpeed clips by its config's gradient_clipping
         optimizer.step()
         schedule.step()
         if step % 50 == 0 or step == cfg.steps - 1:
@@ -504,7 +538,19 @@ def train_grounding(model: GroundedLM, data: TrajectorySet, cfg, rng, log=None) 
             if log is not None:
                 log(record)
     model.eval()
-    return history
+    if not zero3:
+        return history, builder
+    from transformers.integrations import unset_hf_deepspeed_config
+
+    weights = accelerator.get_state_dict(model)  # every process takes part; the main process gets the weights
+    # From here models are whole on one process: stop transformers from building them sharded (DeepSpeed's
+    # zero.Init, a collective the other processes would never join) in rebuild() and in the later stages.
+    unset_hf_deepspeed_config()
+    if not accelerator.is_main_process:
+        return history, builder
+    trained = rebuild()
+    trained.load_state_dict(weights)
+    return history, trained.eval()
 
 
 @torch.no_grad()

@@ -97,11 +97,15 @@ def collect_stage(cfg: KalmRunConfig, env, cache: Path) -> tuple[Path, str]:
 
 
 def ground_stage(cfg: KalmRunConfig, env, collect_folder: Path, collect_key: str, cache: Path) -> tuple[Path, str]:
+    """Every process trains (see ``run_kalm``); the main process saves, measures and marks the stage done."""
     import torch
+    from accelerate import PartialState
 
     from archer.kalm import grounding
 
-    key = stage_key("ground", collect_key, asdict(cfg.grounding), cfg.data_seed)
+    processes = PartialState()
+    # Each process adds its own batches to a step, so the number of processes changes the model.
+    key = stage_key("ground", collect_key, asdict(cfg.grounding), cfg.data_seed, processes.num_processes)
     folder = cache / f"ground-{key}"
     if _done(folder):
         log.info("ground: cached in %s", folder)
@@ -110,22 +114,35 @@ def ground_stage(cfg: KalmRunConfig, env, collect_folder: Path, collect_key: str
     torch.manual_seed(cfg.data_seed)
     train = kalm_data.load_trajectories(collect_folder / "train.npz")
     validation = kalm_data.load_trajectories(collect_folder / "validation.npz")
-    model = grounding.build_grounded_model(
-        cfg.grounding, env.state_dim, env.action_size, env.action_type, extra_words=env.vocabulary()
-    )
+
+    def build() -> grounding.GroundedLM:
+        return grounding.build_grounded_model(
+            cfg.grounding, env.state_dim, env.action_size, env.action_type, extra_words=env.vocabulary()
+        )
+
     rng = np.random.default_rng([cfg.data_seed, 2])
     started = time.time()
-    history = grounding.train_grounding(
-        model, train, cfg.grounding, rng, log=lambda r: log.info("ground: %s", {k: round(v, 4) for k, v in r.items()})
+    history, model = grounding.train_grounding(
+        build(),
+        train,
+        cfg.grounding,
+        rng,
+        log=(lambda r: log.info("ground: %s", {k: round(v, 4) for k, v in r.items()}))
+        if processes.is_main_process
+        else None,
+        rebuild=build,
     )
-    model.save_pretrained(folder / "model")
-    metrics = grounding.measure_grounding(model, validation, np.random.default_rng([cfg.data_seed, 3]))
-    metrics["grounding/train_seconds"] = time.time() - started
-    metrics["grounding/parameters"] = sum(p.numel() for p in model.parameters())
-    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    (folder / "history.json").write_text(json.dumps(history))
-    _mark_done(folder)
-    log.info("ground: held-out %s -> %s", metrics, folder)
+    if processes.is_main_process:
+        model.save_pretrained(folder / "model")
+        metrics = grounding.measure_grounding(model, validation, np.random.default_rng([cfg.data_seed, 3]))
+        metrics["grounding/train_seconds"] = time.time() - started
+        metrics["grounding/parameters"] = sum(p.numel() for p in model.parameters())
+        metrics["grounding/processes"] = processes.num_processes
+        (folder / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        (folder / "history.json").write_text(json.dumps(history))
+        _mark_done(folder)
+        log.info("ground: held-out %s -> %s", metrics, folder)
+    processes.wait_for_everyone()
     return folder, key
 
 
@@ -266,25 +283,36 @@ def plot(summary: dict, levels: list[str], path: Path, title: str) -> None:
 
 
 def run_kalm(cfg: KalmRunConfig, run_dir: Path) -> dict[str, float]:
-    """Run the stages ``cfg.mode`` asks for; returns flat metrics (``<condition>/<level>_mean`` etc.)."""
+    """Run the stages ``cfg.mode`` asks for; returns flat metrics (``<condition>/<level>_mean`` etc.).
+
+    Under ``accelerate launch`` every process joins the grounding (each on its own batches, gradients averaged);
+    the main process alone collects the data, imagines, trains the offline policies and writes the run folder, and
+    the other processes return an empty dict once the grounded model is saved."""
+    import torch
+    from accelerate import PartialState
+
     from archer.utils import resolve_cache_dir
 
     if cfg.torch_threads is not None:
-        import torch
-
         torch.set_num_threads(cfg.torch_threads)
+    # On a machine without a GPU the processes meet over gloo, under a DeepSpeed launch too (see accelerate_on_cpu).
+    processes = PartialState(cpu=not torch.cuda.is_available())
     run_dir.mkdir(parents=True, exist_ok=True)
     cache = resolve_cache_dir(cfg.cache_dir) / "kalm"
     env = make_env(cfg)
-    collect_folder, collect_key = collect_stage(cfg, env, cache)
+    with processes.main_process_first():  # the others then read the main process's cached data
+        collect_folder, collect_key = collect_stage(cfg, env, cache)
     metrics: dict[str, float] = {}
     metrics.update({f"collect/{k}": v for k, v in json.loads((collect_folder / "stats.json").read_text()).items()})
     if cfg.mode == "collect":
-        return _write(run_dir, metrics, {}, cfg)
+        return _write(run_dir, metrics, {}, cfg) if processes.is_main_process else {}
     needs_grounding = "real_imagined" in cfg.offline.conditions or cfg.mode in ("ground", "imagine")
     imagine_folder = imagine_key = None
     if needs_grounding:
         ground_folder, ground_key = ground_stage(cfg, env, collect_folder, collect_key, cache)
+    if not processes.is_main_process:
+        return {}
+    if needs_grounding:
         metrics.update(json.loads((ground_folder / "metrics.json").read_text()))
         if cfg.mode == "ground":
             return _write(run_dir, metrics, {}, cfg)

@@ -21,6 +21,7 @@ EXPECTED = {
     "multi_gpu.yaml": (DistributedType.MULTI_GPU, 8, 1),
     "multi_node.yaml": (DistributedType.MULTI_GPU, 16, 2),
     "sharded_7b.yaml": (DistributedType.MULTI_GPU, 8, 1),
+    "kalm_zero3.yaml": (DistributedType.DEEPSPEED, 8, 1),  # the KALM pipeline's grounding stage only
 }
 
 
@@ -38,7 +39,8 @@ def test_a_shipped_config_loads_and_resolves_as_accelerate_launch_does(name: str
     args = launch_command_parser().parse_args(["--config_file", path, "scripts/run.py", "--config-name", "x"])
     args, _, _ = _validate_launch_command(args)
     assert args.multi_gpu == (EXPECTED[name][0] == DistributedType.MULTI_GPU)
-    assert not args.use_fsdp and not args.use_deepspeed and args.mixed_precision == "no"
+    assert args.use_deepspeed == (EXPECTED[name][0] == DistributedType.DEEPSPEED)
+    assert not args.use_fsdp and args.mixed_precision == "no"
     assert (args.num_processes, args.num_machines) == EXPECTED[name][1:]
     if name == "multi_node.yaml":
         assert args.main_process_port == 29500 and args.main_process_ip == "MAIN_MACHINE_IP"

@@ -116,7 +116,7 @@ def test_continuous_model_projects_and_regresses_action_vectors(model):
     np.testing.assert_allclose(example.actions[positions], data.actions[0, : data.lengths[0]])
     batch = grounding.collate([example], model.tokenizer.pad_token_id)
     assert batch["actions"].dtype == torch.float32 and batch["actions"].shape[-1] == DIM
-    losses = model.losses(batch)
+    losses = model(batch)
     assert torch.isfinite(losses["loss"]) and losses["action_loss"] > 0
 
 
@@ -157,7 +157,7 @@ def test_continuous_model_saves_loads_and_refuses_discrete_data(model, tmp_path)
 
 def test_training_and_measures_run_on_continuous_data(model):
     data = kalm_data.collect(ball_env.BallPushContinuousEnv(horizon=4), "train", 6, 0.1, np.random.default_rng(3))
-    history = grounding.train_grounding(model, data, TINY, np.random.default_rng(0))
+    history, _ = grounding.train_grounding(model, data, TINY, np.random.default_rng(0))
     assert len(history) == 2 and all(np.isfinite(r["action_loss"]) for r in history)
     measures = grounding.measure_grounding(model, data, np.random.default_rng(0))
     assert measures["grounding/action_mse"] >= 0 and "grounding/action_accuracy" not in measures

@@ -15,8 +15,9 @@ import torch
 
 from archer.kalm import data as kalm_data
 from archer.kalm import env as ball_env
-from archer.kalm import grounding, language
+from archer.kalm import grounding
 from archer.kalm.config import KalmGroundingConfig
+from tests.conftest import save_tiny_kalm_gpt2
 
 pytest.importorskip("peft")
 
@@ -25,28 +26,7 @@ VECTOR_LAYERS = ("state_in.", "action_in.", "state_head.", "action_head.")
 
 @pytest.fixture(scope="module")
 def gpt2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny GPT-2 (1 layer, width 32) and a byte-level BPE tokenizer trained on the KALM prompts' words, saved
-    as a Hugging Face folder."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from archer.models.tokenizer import train_bpe_tokenizer
-
-    folder = tmp_path_factory.mktemp("tiny_gpt2")
-    corpus = [" ".join(language.vocabulary()), " ".join(grounding.PATTERN_WORDS), "state # action @ next ^"]
-    tokenizer = train_bpe_tokenizer(corpus, 300, "causal")
-    config = GPT2Config(
-        n_layer=1,
-        n_embd=32,
-        n_head=2,
-        vocab_size=len(tokenizer),
-        n_positions=128,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    torch.manual_seed(0)
-    GPT2LMHeadModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_kalm_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +56,7 @@ def test_lora_trains_adapters_and_vector_layers_only_and_round_trips(gpt2_folder
     assert trainable and all("lora_" in name or name.startswith(VECTOR_LAYERS) for name in trainable)
     assert any("lora_" in name for name in trainable)
 
-    history = grounding.train_grounding(model, real, config(gpt2_folder, 4), np.random.default_rng(0))
+    history, _ = grounding.train_grounding(model, real, config(gpt2_folder, 4), np.random.default_rng(0))
     assert all(math.isfinite(record["loss"]) for record in history)
     after = snapshot(model)
     assert after.keys() == before.keys()
@@ -125,7 +105,7 @@ def test_full_fine_tuning_from_a_folder_moves_the_base_weights(gpt2_folder, real
     assert all(value.requires_grad for value in model.parameters())
     assert not any("lora_" in name for name, _ in model.named_parameters())
     before = snapshot(model)
-    history = grounding.train_grounding(model, real, config(gpt2_folder, 0), np.random.default_rng(0))
+    history, _ = grounding.train_grounding(model, real, config(gpt2_folder, 0), np.random.default_rng(0))
     assert all(math.isfinite(record["loss"]) for record in history)
     after = snapshot(model)
     moved = [name for name in after if name.startswith("lm.") and not torch.equal(after[name], before[name])]
