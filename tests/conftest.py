@@ -93,28 +93,38 @@ TINY_KALM_MODELS = [
 ]
 
 
-def save_tiny_kalm_gpt2(folder: Path) -> Path:
-    """A tiny GPT-2 (1 layer, width 32) and a byte-level BPE tokenizer trained on the KALM prompts' words, saved
-    in ``folder`` as a Hugging Face model folder (what ``grounding.model=<folder>`` loads)."""
+def save_tiny_kalm_lm(folder: Path, architecture: str = "gpt2") -> Path:
+    """A tiny causal LM (``gpt2`` or ``llama``, the paper's family; 1 layer, width 32) and a byte-level BPE tokenizer
+    trained on the KALM prompts' words, saved in ``folder`` as a Hugging Face model folder (what
+    ``grounding.model=<folder>`` loads)."""
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
     from archer.kalm import grounding, language
     from archer.models.tokenizer import train_bpe_tokenizer
 
     corpus = [" ".join(language.vocabulary()), " ".join(grounding.PATTERN_WORDS), "state # action @ next ^"]
     tokenizer = train_bpe_tokenizer(corpus, 300, "causal")
-    config = GPT2Config(
-        n_layer=1,
-        n_embd=32,
-        n_head=2,
-        vocab_size=len(tokenizer),
-        n_positions=128,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    special = {
+        "vocab_size": len(tokenizer),
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
     torch.manual_seed(0)
-    GPT2LMHeadModel(config).save_pretrained(folder)
+    if architecture == "gpt2":
+        model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, n_positions=128, **special))
+    else:
+        config = LlamaConfig(
+            num_hidden_layers=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+            **special,
+        )
+        model = LlamaForCausalLM(config)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

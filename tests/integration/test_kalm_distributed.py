@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import TINY_KALM_MODELS, save_tiny_kalm_gpt2
+from tests.conftest import TINY_KALM_MODELS, save_tiny_kalm_lm
 from tests.integration.test_distributed import ROOT, free_port, launch
 
 pytestmark = pytest.mark.integration
@@ -98,7 +98,7 @@ def test_a_two_process_grounding_stage_is_written_once_by_the_main_process(tmp_p
 
 @needs_deepspeed
 def test_the_pipeline_grounds_a_folder_model_with_lora_under_zero3_and_imagines(tmp_path: Path) -> None:
-    folder = save_tiny_kalm_gpt2(tmp_path / "tiny_gpt2")
+    folder = save_tiny_kalm_lm(tmp_path / "tiny_gpt2")
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
     result = launch_zero3(
         str(ROOT / "scripts" / "run.py"), "--config-name", "kalm_clevr", "torch_threads=1", "mode=imagine",

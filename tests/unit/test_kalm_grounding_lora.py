@@ -1,4 +1,5 @@
-"""Grounding on a Hugging Face model from a local folder (``grounding.model=<folder>``): LoRA adapters
+"""Grounding on a Hugging Face model from a local folder (``grounding.model=<folder>``; tiny GPT-2 and Llama
+architectures, Llama being the paper's family): LoRA adapters
 (``grounding.lora_rank > 0``) train with the vector layers while the base weights stay as loaded, the grounding
 stage runs on the folder, ``save_pretrained`` / ``from_pretrained`` round-trip; full fine-tuning
 (``lora_rank=0``) moves the base weights."""
@@ -17,7 +18,7 @@ from archer.kalm import data as kalm_data
 from archer.kalm import env as ball_env
 from archer.kalm import grounding
 from archer.kalm.config import KalmGroundingConfig
-from tests.conftest import save_tiny_kalm_gpt2
+from tests.conftest import save_tiny_kalm_lm
 
 pytest.importorskip("peft")
 
@@ -26,7 +27,13 @@ VECTOR_LAYERS = ("state_in.", "action_in.", "state_head.", "action_head.")
 
 @pytest.fixture(scope="module")
 def gpt2_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_kalm_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
+    return save_tiny_kalm_lm(tmp_path_factory.mktemp("tiny_gpt2"), "gpt2")
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def lm_folder(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each architecture's tiny folder: GPT-2 (the embedded default's family) and Llama (the paper's)."""
+    return save_tiny_kalm_lm(tmp_path_factory.mktemp(f"tiny_{request.param}"), request.param)
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +55,15 @@ def outputs(model: grounding.GroundedLM, batch: dict) -> list[torch.Tensor]:
         return [model.predict_states(hidden, batch), model.action_head(hidden), logits]
 
 
-def test_lora_trains_adapters_and_vector_layers_only_and_round_trips(gpt2_folder, real, tmp_path):
+def test_lora_trains_adapters_and_vector_layers_only_and_round_trips(lm_folder, real, tmp_path):
     torch.manual_seed(0)
-    model = grounding.build_grounded_model(config(gpt2_folder, 4), ball_env.STATE_DIM, ball_env.NUM_ACTIONS)
+    model = grounding.build_grounded_model(config(lm_folder, 4), ball_env.STATE_DIM, ball_env.NUM_ACTIONS)
     before = snapshot(model)
     trainable = {name for name, value in model.named_parameters() if value.requires_grad}
     assert trainable and all("lora_" in name or name.startswith(VECTOR_LAYERS) for name in trainable)
     assert any("lora_" in name for name in trainable)
 
-    history, _ = grounding.train_grounding(model, real, config(gpt2_folder, 4), np.random.default_rng(0))
+    history, _ = grounding.train_grounding(model, real, config(lm_folder, 4), np.random.default_rng(0))
     assert all(math.isfinite(record["loss"]) for record in history)
     after = snapshot(model)
     assert after.keys() == before.keys()
@@ -77,7 +84,7 @@ def test_lora_trains_adapters_and_vector_layers_only_and_round_trips(gpt2_folder
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-def test_grounding_stage_on_a_local_folder_with_lora(gpt2_folder, tmp_path):
+def test_grounding_stage_on_a_local_folder_with_lora(lm_folder, tmp_path):
     from archer.kalm.config import KalmCollectConfig, KalmEnvConfig, KalmRunConfig
     from archer.kalm.pipeline import run_kalm
 
@@ -85,7 +92,7 @@ def test_grounding_stage_on_a_local_folder_with_lora(gpt2_folder, tmp_path):
         mode="ground",
         env=KalmEnvConfig(horizon=4),
         collect=KalmCollectConfig(num_episodes=20),
-        grounding=config(gpt2_folder, 4),
+        grounding=config(lm_folder, 4),
         cache_dir=str(tmp_path / "cache"),
         torch_threads=1,
     )
