@@ -7,34 +7,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.conftest import TINY_KALM_MODELS, save_tiny_kalm_lm
-from tests.integration.test_distributed import ROOT, free_port, launch
+from tests.integration.test_distributed import ROOT, launch
+from tests.integration.test_sharding import launch_accelerate
 
 pytestmark = pytest.mark.integration
 
 WORKER = Path(__file__).with_name("kalm_grounding_worker.py")
-ZERO3 = ROOT / "scripts" / "accelerate" / "kalm_zero3.yaml"
 needs_deepspeed = pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None, reason="the deepspeed extra is not installed"
 )
-
-
-def launch_zero3(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``accelerate launch --config_file kalm_zero3.yaml --num_processes 2 <args>``, as a user would type it."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ZERO3), "--num_processes", "2",
-        "--main_process_port", str(free_port()), *args,
-    ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
 
 
 def load_ranks(folder: Path) -> list[dict]:
@@ -68,7 +55,7 @@ def test_two_processes_draw_different_batches_and_end_with_the_same_weights(ddp:
 
 @needs_deepspeed
 def test_zero3_grounding_gathers_the_weights_ddp_trains(ddp: list[dict], tmp_path: Path) -> None:
-    result = launch_zero3(str(WORKER), str(tmp_path))
+    result = launch_accelerate("kalm_zero3.yaml", 2, str(WORKER), str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     zero3, _ = load_ranks(tmp_path)
     assert zero3["distributed_type"] == "DistributedType.DEEPSPEED" and zero3["num_processes"] == 2
@@ -100,7 +87,9 @@ def test_a_two_process_grounding_stage_is_written_once_by_the_main_process(tmp_p
 def test_the_pipeline_grounds_a_folder_model_with_lora_under_zero3_and_imagines(tmp_path: Path) -> None:
     folder = save_tiny_kalm_lm(tmp_path / "tiny_gpt2")
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
-    result = launch_zero3(
+    result = launch_accelerate(
+        "kalm_zero3.yaml",
+        2,
         str(ROOT / "scripts" / "run.py"), "--config-name", "kalm_clevr", "torch_threads=1", "mode=imagine",
         f"grounding.model={folder}", "grounding.lora_rank=4", "grounding.steps=3", "grounding.batch_size=4",
         "env.horizon=4", "collect.num_episodes=20", "imagine.episodes_per_level=4", "imagine.batch_size=4",
