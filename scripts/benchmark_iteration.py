@@ -36,6 +36,12 @@ phases and with the same torch threads:
 
 The ratio of each phase to its floor is printed, with the reference's per-iteration yardstick from issue 18 (72-100 s,
 57-85 s without its 15 s sleep) and the speed-up against it. The exact overrides used are printed first.
+
+With the floors comes an arithmetic bound that no implementation on this machine can beat, whatever its code: the
+floating-point operations (``torch.utils.flop_counter``: matrix products and attention) of the critic's and the
+policy's forward+backward on the same (s, a) rows, counted one row per call so that no padding is counted, divided by
+the machine's best measured fp32 matrix-multiply rate (a square ``torch.mm`` at the run's threads, the most efficient
+kernel it has). The target critic's forwards, generation and the oracle are left out, so the true bound is higher.
 """
 
 from __future__ import annotations
@@ -46,12 +52,13 @@ import logging
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark_speed import fresh_run_config, generator_of, timed  # noqa: E402
@@ -277,16 +284,75 @@ def policy_update_floor(
     return seconds
 
 
+def peak_matmul_flops(device: torch.device, size: int = 2048, repeats: int = 5) -> float:
+    """The fp32 matrix-multiply rate in FLOP/s on ``device`` (torch's threads on a CPU), best of ``repeats``."""
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    torch.mm(a, b)
+    best = min(timed(lambda: torch.mm(a, b))[1] for _ in range(repeats))
+    return 2 * size**3 / best
+
+
+def counted_flops(step: Callable[[], Any]) -> int:
+    """The floating-point operations ``torch.utils.flop_counter`` counts while ``step()`` runs (its backward too)."""
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return int(counter.get_total_flops())
+
+
+def critic_update_flops(algorithm: Any, states: list[str], actions: list[str]) -> int:
+    """Operations of the online critic's forward on each (s, a) and a backward, one pair per call (no padding)."""
+    critic = algorithm.critic
+
+    def step(obs: str, act: str) -> None:
+        out = critic([obs], [act])
+        (out.q1.sum() + out.q2.sum() + out.v1.sum() + out.v2.sum()).backward()
+
+    total = sum(counted_flops(lambda o=o, a=a: step(o, a)) for o, a in zip(states, actions, strict=True))
+    critic.zero_grad(set_to_none=True)
+    return total
+
+
+def policy_update_flops(policy: LanguagePolicy, states: list[str], action_ids: list[list[int]]) -> int:
+    """Operations of the policy's forward on each prompt + action and a backward, one row per call (no padding)."""
+    model = policy.model
+
+    def step(ids: list[int]) -> None:
+        input_ids = torch.tensor([ids], device=model.device)
+        logits = model(input_ids=input_ids).logits
+        torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, input_ids[:, 1:, None]).sum().backward()
+
+    rows = [p + a for p, a in zip(policy.encode_prompts(states), action_ids, strict=True)]
+    total = sum(counted_flops(lambda r=r: step(r)) for r in rows)
+    model.zero_grad(set_to_none=True)
+    return total
+
+
+def compute_bound(floor_rows: dict[str, Any], trainer: Any) -> dict[str, float]:
+    """The arithmetic bound of the module docstring on the rows the floors used: operations and seconds at peak."""
+    peak = peak_matmul_flops(trainer.policy.model.device)
+    bound: dict[str, float] = {"peak_matmul_flops_per_s": peak}
+    if "critic" in floor_rows:
+        bound["critic_update_flops"] = float(critic_update_flops(trainer.algorithm, *floor_rows["critic"]))
+    if "actor" in floor_rows:
+        bound["actor_update_flops"] = float(policy_update_flops(trainer.policy, *floor_rows["actor"]))
+    for phase in ("critic_update", "actor_update"):
+        if f"{phase}_flops" in bound:
+            bound[f"{phase}_s_at_peak"] = bound[f"{phase}_flops"] / peak
+    bound["total_s_at_peak"] = sum(v for k, v in bound.items() if k.endswith("_s_at_peak"))
+    return bound
+
+
 def measure_floors(
     trainer: Any, games: list[Trajectory], critic_states: list[str], actor_states: list[str]
-) -> dict[str, float]:
-    """Every floor of the module docstring, on the last measured iteration's states."""
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """Every floor of the module docstring, on the last measured iteration's states, and the rows the updates used."""
     cfg = trainer.cfg.algorithm
     policy = trainer.policy
     floors = rollout_floors(policy, games, trainer.cfg.env.batch_size)
     batch = getattr(cfg, "generation_batch_size", 32)
     if critic_states:
         floors["critic_generation"] = bare_generate(policy, policy.encode_prompts(critic_states), batch)
+    rows: dict[str, Any] = {}
     rng = np.random.default_rng(0)
     if getattr(trainer.algorithm, "critic", None) is not None:
         samples = cfg.critic_steps_per_iter * cfg.critic_batch_size
@@ -294,6 +360,7 @@ def measure_floors(
         floors["critic_update"] = critic_floor(
             trainer.algorithm, picked.observations, picked.actions, cfg.critic.micro_batch_size
         )
+        rows["critic"] = (picked.observations, picked.actions)
     if actor_states:
         prompts = policy.encode_prompts(actor_states)
         floors["actor_generation"] = bare_generate(policy, prompts, batch)
@@ -301,7 +368,8 @@ def measure_floors(
         floors["actor_update"] = policy_update_floor(
             policy, actor_states, generation.token_ids, cfg.actor_micro_batch_size
         )
-    return floors
+        rows["actor"] = (actor_states, generation.token_ids)
+    return floors, rows
 
 
 # ---- the benchmark -------------------------------------------------------------------------------------------------
@@ -375,8 +443,9 @@ def run(cfg: Any, run_dir: Path, iterations: int, warmup_iterations: int, floors
         ],
     }
     if floors:
-        floor = measure_floors(trainer, played, critic_states, actor_states)
+        floor, floor_rows = measure_floors(trainer, played, critic_states, actor_states)
         result["floors_s"] = floor
+        result["compute_bound"] = compute_bound(floor_rows, trainer)
         ratios = {"rollout": mean["rollout"] / floor["rollout_kept_cache"]}
         ratios["rollout_vs_no_cache_floor"] = mean["rollout"] / floor["rollout_no_cache"]
         for phase in ("critic_generation", "critic_update", "actor_generation", "actor_update"):
@@ -422,6 +491,20 @@ def format_report(figures: dict[str, Any]) -> str:
             f"{floors['rollout_kept_cache']:.2f} s",
             f"training phases (no evaluation, checkpoint) / their floors: {ratios['training_phases']:.2f}",
         ]
+    bound = training.get("compute_bound")
+    if bound:
+        peak = bound["peak_matmul_flops_per_s"]
+        parts = [
+            f"{phase.replace('_', ' ')} {bound[f'{phase}_flops'] / 1e12:.3f} TFLOP = "
+            f"{bound[f'{phase}_s_at_peak']:.2f} s"
+            for phase in ("critic_update", "actor_update")
+            if f"{phase}_flops" in bound
+        ]
+        lines.append(
+            f"arithmetic bound at this machine's best fp32 matmul rate ({peak / 1e9:.1f} GFLOP/s): "
+            f"{'; '.join(parts)}; together {bound['total_s_at_peak']:.2f} s per iteration "
+            f"(10x the reference asks for {REFERENCE_S[0] / 10:.1f}-{REFERENCE_S[1] / 10:.1f} s in all)"
+        )
     low, high = training["speedup_vs_reference"]
     low_ns, high_ns = training["speedup_vs_reference_without_sleep"]
     lines.append(

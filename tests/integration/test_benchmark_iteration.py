@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.conftest import TINY_RUN_OVERRIDES, load_script
 
@@ -45,7 +46,44 @@ def test_phases_floors_and_overrides_are_reported(tmp_path: Path, capsys: pytest
     floors = training["floors_s"]
     for name in ("rollout_no_cache", "rollout_kept_cache", "critic_generation", "critic_update", "actor_update"):
         assert floors[name] > 0, name
+    bound = training["compute_bound"]
+    assert bound["peak_matmul_flops_per_s"] > 0
+    for phase in ("critic_update", "actor_update"):
+        assert bound[f"{phase}_flops"] > 0, phase
+        assert bound[f"{phase}_s_at_peak"] == pytest.approx(bound[f"{phase}_flops"] / bound["peak_matmul_flops_per_s"])
+    together = bound["critic_update_s_at_peak"] + bound["actor_update_s_at_peak"]
+    assert bound["total_s_at_peak"] == pytest.approx(together)
     assert training["transitions_per_iteration"] == 4 * 4  # the untrained policy never wins: 4 games of 4 turns
     table = capsys.readouterr().out
     assert "overrides: " + " ".join(figures["overrides"]) in table
-    assert "ratio" in table and "against the reference" in table
+    assert "ratio" in table and "against the reference" in table and "arithmetic bound" in table
+
+
+def test_counted_operations_match_a_hand_count() -> None:
+    bench = load_script("benchmark_iteration.py")
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    assert bench.counted_flops(lambda: torch.mm(a, b)) == 2 * 3 * 4 * 5
+    # A product and its backward: dL/da = g b^T and dL/db = a^T g are two more products of the same size.
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    assert bench.counted_flops(lambda: torch.mm(a, b).sum().backward()) == 3 * 2 * 3 * 4 * 5
+
+
+def test_policy_rows_are_counted_without_padding() -> None:
+    """Two rows counted apart cost what each costs alone: the bound counts no padding."""
+    bench = load_script("benchmark_iteration.py")
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=32))
+
+    class Policy:
+        def __init__(self) -> None:
+            self.model = model
+
+        def encode_prompts(self, states: list[str]) -> list[list[int]]:
+            return [[1] * len(state) for state in states]
+
+    short = bench.policy_update_flops(Policy(), ["ab"], [[2]])
+    long = bench.policy_update_flops(Policy(), ["abcdefgh"], [[2, 3]])
+    assert 0 < short < long
+    assert bench.policy_update_flops(Policy(), ["ab", "abcdefgh"], [[2], [2, 3]]) == short + long
