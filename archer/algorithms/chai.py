@@ -38,6 +38,7 @@ from archer.algorithms.critic_updates import summary_stats
 from archer.config import CHAIConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.models.policy import Generation
+from archer.models.prefix_generation import generate_at_states
 
 
 class CHAIAlgorithm(ArcherAlgorithm):
@@ -68,11 +69,13 @@ class CHAIAlgorithm(ArcherAlgorithm):
         """``num_candidates`` actions per observation, observation-major: row ``i * k + j`` is candidate j of i.
 
         All are policy samples, or with ``with_greedy`` candidate 0 is the greedy decode and the other k - 1 samples.
+        The samples come from ``generate_at_states``: with ``model.policy.share_prefixes`` a state's k copies (and
+        the states of one game) are prefilled once, each copy still drawing its own sample.
         """
         k = self.cfg.num_candidates
         sampled_per_state = k - 1 if with_greedy else k
         repeated = [observation for observation in observations for _ in range(sampled_per_state)]
-        samples = self.policy.generate(repeated, greedy=False, batch_size=self.cfg.generation_batch_size)
+        samples = generate_at_states(self.policy, repeated, greedy=False, batch_size=self.cfg.generation_batch_size)
         if not with_greedy:
             return samples
         greedy = self.policy.generate(observations, greedy=True, batch_size=self.cfg.generation_batch_size)

@@ -16,7 +16,7 @@ from torch import nn
 
 from archer.algorithms.chai import CHAIAlgorithm
 from archer.algorithms.filtered_bc import FilteredBCAlgorithm
-from archer.algorithms.ppo import token_gae_over_games
+from archer.algorithms.ppo import by_length, token_gae_over_games
 from archer.config import CHAIConfig, ConfigError, FilteredBCConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
@@ -157,6 +157,8 @@ class _CandidatePolicy:
     def __init__(self, k: int) -> None:
         self.k = k
         self.model = nn.Linear(1, 1)
+        # Without prefix sharing, generate_at_states passes states of equal length to generate in their order.
+        self.cfg = SimpleNamespace(share_prefixes=False)
         self.calls: list[tuple[int, bool]] = []
 
     def generate(self, observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:
@@ -393,6 +395,40 @@ def test_ppo_trains_policy_and_value_model_on_its_own_games(tmp_path: Path, cach
         "value_optimizer",
     }
     assert_resume_restores_state("ppo_20q", tmp_path / "run", cache, trainer)
+
+
+def test_ppo_micro_batches_grouped_by_length_change_no_result(tmp_path: Path, cache: str) -> None:
+    """Scoring and one update, in micro-batches of 1 (no padding at all) and of 4 grouped by length: same numbers."""
+    trainer = tiny_run("ppo_20q", tmp_path / "run", cache)
+    trainer.collect(1)
+    games = trainer.algorithm._new_games
+    results = []
+    for micro_batch in (1, 4):
+        algorithm = tiny_run("ppo_20q", tmp_path / f"mb{micro_batch}", cache).algorithm
+        algorithm.cfg.actor_micro_batch_size = micro_batch
+        rollout = algorithm.score(games)
+        # Rows come back at their utterances' places, in play order, whatever order they were scored in.
+        assert rollout.observations == [o for g in games for o in g.observations[: g.length]]
+        assert [len(v) for v in rollout.values] == [len(i) for g in games for i in g.action_token_ids]
+        algorithm.observe(games, 1)
+        algorithm.update(trainer.buffer, 1, np.random.default_rng(0))
+        results.append((rollout, snapshot(algorithm.policy.model), snapshot(algorithm.value_model)))
+    (alone, policy_alone, value_alone), (grouped, policy_grouped, value_grouped) = results
+    for key in ("old_logprobs", "ref_logprobs", "values", "rewards"):
+        for a, b in zip(getattr(alone, key), getattr(grouped, key), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    # Adam divides each gradient by its running scale, so rounding in near-zero gradients shows up to about 1e-6 in
+    # the weights after steps of lr 1e-3; a misplaced row or a wrong token weight moves them by a step's order.
+    for name in policy_alone:
+        torch.testing.assert_close(policy_alone[name], policy_grouped[name], rtol=0, atol=2e-5)
+    for name in value_alone:
+        torch.testing.assert_close(value_alone[name], value_grouped[name], rtol=0, atol=2e-5)
+    assert any(not torch.equal(policy_alone[n], p) for n, p in snapshot(trainer.policy.model).items())
+
+
+def test_by_length_puts_the_longest_rows_first_and_keeps_ties_in_order() -> None:
+    assert by_length([0, 1, 2, 3, 4], [3, 9, 3, 1, 9]) == [1, 4, 0, 2, 3]
+    assert by_length([3, 0], [3, 9, 3, 1, 9]) == [0, 3]
 
 
 def test_token_gae_over_games_respects_utterance_and_game_boundaries() -> None:
