@@ -38,7 +38,7 @@ import torch
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import Algorithm, check_finite, frozen_copy, mean_metrics
+from archer.algorithms.base import Algorithm, by_length, check_finite, chunks, frozen_copy, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
@@ -180,25 +180,27 @@ class ArcherAlgorithm(Algorithm):
         generation = generate_at_states(self.policy, observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
         size = len(observations)
+        # Micro-batches of similar row lengths pad little; the loss is a mean weighted by rows, so grouping changes
+        # nothing but float rounding.
+        prompts = self.policy.encode_prompts(observations)
+        lengths = [len(prompt) + len(ids) for prompt, ids in zip(prompts, generation.token_ids, strict=True)]
         losses, log_ratios = [], []
-        for start in range(0, size, cfg.actor_micro_batch_size):
-            end = min(start + cfg.actor_micro_batch_size, size)
-            logprobs = self.policy.sequence_logprobs(
-                observations[start:end], generation.token_ids[start:end], as_sampled=True
-            )
+        for micro in chunks(by_length(list(range(size)), lengths), cfg.actor_micro_batch_size):
+            states = [observations[i] for i in micro]
+            token_ids = [generation.token_ids[i] for i in micro]
+            micro_advantages = advantages[list(micro)]
+            logprobs = self.policy.sequence_logprobs(states, token_ids, as_sampled=True)
             if self.reference is None:
-                loss = reinforce_loss(advantages[start:end], logprobs)
+                loss = reinforce_loss(micro_advantages, logprobs)
             else:
                 with torch.no_grad():
                     # The starting policy's own sampling distribution: the penalty vanishes while pi is pi_start.
-                    ref_logprobs = self.reference.sequence_logprobs(
-                        observations[start:end], generation.token_ids[start:end], as_sampled=True
-                    )
+                    ref_logprobs = self.reference.sequence_logprobs(states, token_ids, as_sampled=True)
                 log_ratios.append((logprobs - ref_logprobs).detach())
-                loss = kl_penalised_reinforce_loss(advantages[start:end], logprobs, ref_logprobs, cfg.kl_coeff)
+                loss = kl_penalised_reinforce_loss(micro_advantages, logprobs, ref_logprobs, cfg.kl_coeff)
             check_finite(loss, "actor loss", iteration, step)
-            accumulate(self.accelerator, loss, end - start, size)
-            losses.append(loss.item() * (end - start) / size)
+            accumulate(self.accelerator, loss, len(micro), size)
+            losses.append(loss.item() * len(micro) / size)
         grad_norm = clip_and_step(
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), cfg.max_grad_norm
         )

@@ -46,6 +46,11 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
+def by_length(indices: list[int], lengths: Sequence[int]) -> list[int]:
+    """``indices`` by ``lengths[i]``, longest first (stable), so that micro-batches cut from them pad little."""
+    return sorted(indices, key=lambda i: -lengths[i])
+
+
 class Algorithm(ABC):
     """An algorithm owns its networks' optimisers and its update rule; the trainer owns the loop.
 

@@ -44,7 +44,7 @@ from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import Algorithm, check_finite, chunks, frozen_copy, mean_metrics
+from archer.algorithms.base import Algorithm, by_length, check_finite, chunks, frozen_copy, mean_metrics
 from archer.algorithms.losses import gae_with_discounts, kl_shaped_token_rewards, ppo_clip_loss, ppo_value_loss
 from archer.config import PPOConfig
 from archer.data.replay_buffer import ReplayBuffer
@@ -82,11 +82,6 @@ class _Rollout:
 def _rows(padded: torch.Tensor, lengths: list[int]) -> list[torch.Tensor]:
     """Split a left-aligned (B, T) tensor into B tensors of their real lengths."""
     return [padded[i, :n] for i, n in enumerate(lengths)]
-
-
-def by_length(indices: list[int], lengths: list[int]) -> list[int]:
-    """``indices`` by ``lengths[i]``, longest first (stable), so that micro-batches cut from them pad little."""
-    return sorted(indices, key=lambda i: -lengths[i])
 
 
 def _pad(rows: list[torch.Tensor]) -> torch.Tensor:

@@ -14,9 +14,10 @@ import torch
 from accelerate import Accelerator
 from torch import nn
 
+from archer.algorithms.base import by_length
 from archer.algorithms.chai import CHAIAlgorithm
 from archer.algorithms.filtered_bc import FilteredBCAlgorithm
-from archer.algorithms.ppo import by_length, token_gae_over_games
+from archer.algorithms.ppo import token_gae_over_games
 from archer.config import CHAIConfig, ConfigError, FilteredBCConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import collect_trajectories
