@@ -60,6 +60,7 @@ class _Rollout:
 
     Attributes:
         observations: U states, one per utterance.
+        actions: U action texts (what the next state continues with; packing checks it).
         token_ids: U sampled token-id lists.
         lengths: U row lengths in tokens (prompt + action), for grouping micro-batches by length.
         games: per game, the range of its utterances' indices (in play order).
@@ -68,6 +69,7 @@ class _Rollout:
     """
 
     observations: list[str]
+    actions: list[str]
     token_ids: list[list[int]]
     lengths: list[int]
     games: list[range]
@@ -182,8 +184,10 @@ class PPOAlgorithm(Algorithm):
 
     # ---- 1-4: the iteration's tokens, scored, with their advantages ----------------------------------------------
 
-    def _flatten(self, games: list[Trajectory]) -> tuple[list[str], list[list[int]], list[float], list[range]]:
-        observations, token_ids, rewards, spans = [], [], [], []
+    def _flatten(
+        self, games: list[Trajectory]
+    ) -> tuple[list[str], list[str], list[list[int]], list[float], list[range]]:
+        observations, actions, token_ids, rewards, spans = [], [], [], [], []
         for game in games:
             if game.action_token_ids is None:
                 raise ValueError(
@@ -194,27 +198,60 @@ class PPOAlgorithm(Algorithm):
                 raise ValueError("PPO cannot score an action with no tokens")
             start = len(observations)
             observations.extend(game.observations[: game.length])
+            actions.extend(game.actions)
             token_ids.extend(game.action_token_ids)
             rewards.extend(game.rewards)
             spans.append(range(start, len(observations)))
-        return observations, token_ids, rewards, spans
+        return observations, actions, token_ids, rewards, spans
+
+    def _micro_batches(self, indices: list[int], lengths: list[int], games: list[range]) -> list[list[int]]:
+        """``indices`` cut into micro-batches of at most ``actor_micro_batch_size`` utterances of similar length;
+        with ``pack_games`` each game's utterances stay together (a longer game is a micro-batch of its own)."""
+        size = self.cfg.actor_micro_batch_size
+        if not self.cfg.pack_games:
+            return [list(micro) for micro in chunks(by_length(indices, lengths), size)]
+        wanted = set(indices)
+        groups = [[i for i in span if i in wanted] for span in games]
+        groups = [group for group in groups if group]
+        longest = [max(lengths[i] for i in group) for group in groups]
+        micro_batches: list[list[int]] = []
+        for g in by_length(list(range(len(groups))), longest):
+            if micro_batches and len(micro_batches[-1]) + len(groups[g]) <= size:
+                micro_batches[-1].extend(groups[g])
+            else:
+                micro_batches.append(list(groups[g]))
+        return micro_batches
+
+    def _logprobs(
+        self, policy: LanguagePolicy, rollout: _Rollout, micro: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        obs, ids = [rollout.observations[i] for i in micro], [rollout.token_ids[i] for i in micro]
+        if self.cfg.pack_games:
+            return policy.packed_token_logprobs(obs, [rollout.actions[i] for i in micro], ids, as_sampled=True)
+        return policy.token_logprobs(obs, ids, as_sampled=True)
+
+    def _values(self, rollout: _Rollout, micro: list[int]) -> torch.Tensor:
+        obs, ids = [rollout.observations[i] for i in micro], [rollout.token_ids[i] for i in micro]
+        if self.cfg.pack_games:
+            return self.value_model.packed(obs, [rollout.actions[i] for i in micro], ids)[0]
+        return self.value_model(obs, ids)[0]
 
     @torch.no_grad()
     def score(self, games: list[Trajectory]) -> _Rollout:
         """Steps 1-3: per-token old and reference log-probabilities, values and KL-shaped rewards."""
-        observations, token_ids, rewards, spans = self._flatten(games)
+        observations, actions, token_ids, rewards, spans = self._flatten(games)
         device = self.policy.device
         prompts = self.policy.encode_prompts(observations)
         lengths = [len(prompt) + len(ids) for prompt, ids in zip(prompts, token_ids, strict=True)]
         count = len(observations)
-        # Filled in length order, each row at its utterance's place.
+        # Filled micro-batch by micro-batch, each row at its utterance's place.
         scored = {key: [torch.empty(0)] * count for key in ("old_logprobs", "ref_logprobs", "values", "rewards")}
-        for micro in chunks(by_length(list(range(count)), lengths), self.cfg.actor_micro_batch_size):
-            obs, ids = [observations[i] for i in micro], [token_ids[i] for i in micro]
-            sizes = [len(i) for i in ids]
-            logprobs, mask = self.policy.token_logprobs(obs, ids, as_sampled=True)
-            ref_logprobs, _ = self.reference.token_logprobs(obs, ids, as_sampled=True)
-            values, _ = self.value_model(obs, ids)
+        rollout = _Rollout(observations, actions, token_ids, lengths, spans, **scored)
+        for micro in self._micro_batches(list(range(count)), lengths, spans):
+            sizes = [len(token_ids[i]) for i in micro]
+            logprobs, mask = self._logprobs(self.policy, rollout, micro)
+            ref_logprobs, _ = self._logprobs(self.reference, rollout, micro)
+            values = self._values(rollout, micro)
             utterance_rewards = torch.tensor([rewards[i] for i in micro], dtype=torch.float32, device=device)
             token_rewards = kl_shaped_token_rewards(utterance_rewards, logprobs, ref_logprobs, mask, self.cfg.kl_coeff)
             for key, padded in (
@@ -224,8 +261,8 @@ class PPOAlgorithm(Algorithm):
                 ("rewards", token_rewards),
             ):
                 for i, row in zip(micro, _rows(padded, sizes), strict=True):
-                    scored[key][i] = row
-        return _Rollout(observations, token_ids, lengths, spans, **scored)
+                    getattr(rollout, key)[i] = row
+        return rollout
 
     def estimate_advantages(self, rollout: _Rollout) -> None:
         """Step 4: GAE over each game's action tokens; fills ``rollout.advantages`` and ``rollout.returns``."""
@@ -241,11 +278,9 @@ class PPOAlgorithm(Algorithm):
         cfg = self.cfg
         total_tokens = sum(len(rollout.token_ids[i]) for i in indices)
         record = {"actor/ppo_loss": 0.0, "actor/clip_fraction": 0.0, "actor/approx_kl_old": 0.0, "value/loss": 0.0}
-        for micro in chunks(by_length(indices.tolist(), rollout.lengths), cfg.actor_micro_batch_size):
-            obs = [rollout.observations[i] for i in micro]
-            ids = [rollout.token_ids[i] for i in micro]
-            logprobs, mask = self.policy.token_logprobs(obs, ids, as_sampled=True)
-            values, _ = self.value_model(obs, ids)
+        for micro in self._micro_batches(indices.tolist(), rollout.lengths, rollout.games):
+            logprobs, mask = self._logprobs(self.policy, rollout, micro)
+            values = self._values(rollout, micro)
             old_logprobs = _pad([rollout.old_logprobs[i] for i in micro])
             pg_loss, clip_fraction = ppo_clip_loss(
                 logprobs, old_logprobs, _pad([advantages[i] for i in micro]), mask, cfg.clip_range
@@ -290,13 +325,15 @@ class PPOAlgorithm(Algorithm):
         if cfg.normalize_advantages and raw.numel() > 1:
             mean, std = raw.mean(), raw.std()
             advantages = [(a - mean) / (std + 1e-8) for a in advantages]
-        # 5. ppo_epochs passes over shuffled minibatches of utterances.
-        num_utterances = len(rollout.observations)
+        # 5. ppo_epochs passes over shuffled minibatches of utterances (of whole games with pack_games).
+        units = [np.asarray(span) for span in rollout.games] if cfg.pack_games else None
+        count = len(units) if units is not None else len(rollout.observations)
         records = []
         passes = tqdm(range(cfg.ppo_epochs), desc="ppo", unit="epoch", leave=False, disable=not self.progress)
         for epoch in passes:
-            order = rng.permutation(num_utterances)
-            for k, indices in enumerate(np.array_split(order, min(cfg.num_minibatches, num_utterances))):
+            order = rng.permutation(count)
+            for k, picked in enumerate(np.array_split(order, min(cfg.num_minibatches, count))):
+                indices = picked if units is None else np.concatenate([units[g] for g in picked])
                 step = epoch * cfg.num_minibatches + k
                 records.append(self._minibatch_step(rollout, advantages, indices, iteration, step))
         metrics = mean_metrics(records)

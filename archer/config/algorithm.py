@@ -636,6 +636,10 @@ class PPOConfig(GenerationMixin, ValueModelMixin, PPOUpdateMixin, AlgorithmConfi
         actor_lr: policy Adam learning rate.
         actor_micro_batch_size: utterances per forward/backward (policy and value model).
         generation_batch_size: prompts per ``generate`` call when playing (256).
+        pack_games: minibatches of whole games instead of utterances, and each game's turns scored in one pass over
+            its longest history (``LanguagePolicy.pack_turns``; a turn that cannot be packed exactly is scored on
+            its own). The numbers per token are those of scoring each turn apart; only which utterances share a
+            minibatch changes. False: minibatches of utterances, each scored on its own.
     """
 
     name: str = "ppo"
@@ -650,10 +654,12 @@ class PPOConfig(GenerationMixin, ValueModelMixin, PPOUpdateMixin, AlgorithmConfi
     actor_lr: float = 1e-6
     actor_micro_batch_size: int = 8
     generation_batch_size: int = 256
+    pack_games: bool = True
 
     def validate(self) -> None:
         super().validate()
         check(self.num_minibatches > 0, "algorithm.num_minibatches", "must be positive")
+        check(isinstance(self.pack_games, bool), "algorithm.pack_games", "must be true or false")
         check(self.value_clip_range is None or self.value_clip_range > 0, "algorithm.value_clip_range", "> 0 or null")
         check(0 < self.gamma <= 1, "algorithm.gamma", "must be in (0, 1]")
         check(0 <= self.gae_lambda <= 1, "algorithm.gae_lambda", "must be in [0, 1]")

@@ -77,6 +77,43 @@ class Generation:
     token_ids: list[list[int]]
 
 
+@dataclass
+class TurnPacking:
+    """Turns scored inside longer turns' token rows (``LanguagePolicy.pack_turns``).
+
+    Attributes:
+        rows: the packed token rows (a prompt's ids followed by its action's ids without the terminator).
+        members: ``(turn, row, prompt length)`` of every packed turn.
+        alone: the turns to score on their own.
+    """
+
+    rows: list[list[int]]
+    members: list[tuple[int, int, int]]
+    alone: list[int]
+
+    def positions(self, action_ids: list[list[int]], padded_width: int) -> list[tuple[int, int, int, int]]:
+        """``(turn, row, first column, number of ids)`` of each packed turn in the rows left-padded to
+        ``padded_width``: a turn with prompt length p and n action ids (body then terminator) is predicted from the
+        row's columns p-1 .. p+n-2 (its body tokens are the row's own; its terminator is predicted after them)."""
+        return [(i, r, padded_width - len(self.rows[r]) + p - 1, len(action_ids[i])) for i, r, p in self.members]
+
+
+def place_rows(
+    values: torch.Tensor, mask: torch.Tensor, scored: list[tuple[int, torch.Tensor]]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``values`` and ``mask`` (B, T) with row i set to each ``(i, v)`` of ``scored`` (v of length <= T)."""
+    width = values.shape[1]
+    index = torch.tensor([i for i, _ in scored], device=values.device)
+    padded = torch.nn.utils.rnn.pad_sequence([v for _, v in scored], batch_first=True)
+    lengths = torch.tensor([len(v) for _, v in scored], device=values.device)
+    row_mask = (torch.arange(padded.shape[1], device=values.device).unsqueeze(0) < lengths.unsqueeze(1)).float()
+    pad = (0, width - padded.shape[1])
+    return (
+        values.index_put((index,), torch.nn.functional.pad(padded, pad)),
+        mask.index_put((index,), torch.nn.functional.pad(row_mask, pad)),
+    )
+
+
 class LanguagePolicy:
     """A causal language model used as a policy over utterances.
 
@@ -361,84 +398,86 @@ class LanguagePolicy:
         logprobs = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
         return logprobs, mask.to(logprobs.dtype)
 
-    def packed_token_logprobs(self, observations: list[str], actions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``token_logprobs(observations, encode_actions(actions), as_sampled=False)``, with far fewer tokens.
+    def pack_turns(self, observations: list[str], actions: list[str], action_ids: list[list[int]]) -> TurnPacking:
+        """Which turns can be scored inside a longer turn's row, and the rows (``packed_token_logprobs``).
 
-        For dataset actions (behaviour cloning), so always under the plain softmax.
+        Longest text first, each turn joins the first row whose text (observation + action) starts with its own,
+        and only when its prompt ids and action body (its ids without the terminator) are exactly that row's
+        first tokens; a turn whose action does not end with the stop token, whose prompt is cut on the left, or
+        any turn under a non-plain template is left to be scored alone.
+        """
+        packing = TurnPacking(rows=[], members=[], alone=[])
+        if self.cfg.template != "plain" or self.stop_token_id is None:
+            packing.alone = list(range(len(observations)))
+            return packing
+        prompts = self.encode_prompts(observations)
+        texts = [obs + act for obs, act in zip(observations, actions, strict=True)]
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        row_texts: list[str] = []
+        for i in order:
+            ids = action_ids[i]
+            body = list(ids[:-1]) if ids and ids[-1] == self.stop_token_id else None
+            fits = body is not None and len(prompts[i]) <= self.cfg.max_prompt_tokens - 1
+            row = next((r for r, text in enumerate(row_texts) if text.startswith(texts[i])), None) if fits else None
+            if row is None and fits:
+                row_texts.append(texts[i])
+                packing.rows.append(prompts[i] + body)
+                row = len(packing.rows) - 1
+            if row is None or packing.rows[row][: len(prompts[i]) + len(body)] != prompts[i] + body:
+                packing.alone.append(i)
+                continue
+            packing.members.append((i, row, len(prompts[i])))
+        return packing
+
+    def packed_token_logprobs(
+        self,
+        observations: list[str],
+        actions: list[str],
+        action_ids: list[list[int]] | None = None,
+        *,
+        as_sampled: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``token_logprobs(observations, action_ids, as_sampled=as_sampled)``, with far fewer tokens.
 
         In history-based environments a later turn's observation starts with an earlier turn's observation and
         action, so one forward pass over the longest text scores every turn it contains: the action's tokens
         from their own positions, and its terminator from the logits after the action's last token (causal
         attention makes both exactly what the per-turn computation gives). A turn is packed only when the
-        packed tokens are provably the per-turn ones (same prompt ids, same action ids, no truncation, the
-        plain template); any other turn is scored on its own.
+        packed tokens are provably the per-turn ones (``pack_turns``); any other turn is scored on its own.
 
         Args:
             observations: B observation strings.
-            actions: B dataset actions (text, without terminator).
+            actions: B action texts (without terminator), the text the next observation continues with.
+            action_ids: the B actions' token ids, ending with the stop token when the action ended by it; ``None``
+                encodes ``actions`` (dataset actions: behaviour cloning).
+            as_sampled: as in ``token_logprobs`` (False for dataset actions, True for the policy's own samples).
 
         Returns:
             ``(token_logprobs, token_mask)`` as ``token_logprobs`` returns them.
         """
-        action_ids = self.encode_actions(actions)
+        action_ids = self.encode_actions(actions) if action_ids is None else action_ids
         width = max((len(ids) for ids in action_ids), default=0)
-        rows: list[list[int]] = []  # packed token rows
-        members: list[tuple[int, int, int]] = []  # (turn, row, prompt length) of each packed turn
-        alone: list[int] = []
-        if self.cfg.template != "plain" or self.stop_token_id is None:
-            alone = list(range(len(observations)))
-        else:
-            prompts = self.encode_prompts(observations)
-            texts = [obs + act for obs, act in zip(observations, actions, strict=True)]
-            # Longest first: each turn joins the first row whose text starts with its observation and action.
-            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-            row_texts: list[str] = []
-            for i in order:
-                ids = action_ids[i]
-                body = ids[:-1] if ids and ids[-1] == self.stop_token_id else None
-                fits = body is not None and len(prompts[i]) <= self.cfg.max_prompt_tokens - 1
-                row = (
-                    next((r for r, text in enumerate(row_texts) if text.startswith(texts[i])), None) if fits else None
-                )
-                if row is None and fits:
-                    row_texts.append(texts[i])
-                    rows.append(prompts[i] + body)
-                    row = len(rows) - 1
-                if row is None or rows[row][: len(prompts[i]) + len(body)] != prompts[i] + body:
-                    alone.append(i)
-                    continue
-                members.append((i, row, len(prompts[i])))
+        packing = self.pack_turns(observations, actions, action_ids)
         logprobs = torch.zeros((len(observations), width), device=self.device)
         mask = torch.zeros((len(observations), width), device=self.device)
-        if rows:
-            input_ids, attention_mask = self.left_pad(rows)
+        if packing.rows:
+            input_ids, attention_mask = self.left_pad(packing.rows)
             position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
             logits = self._scoring_model()(
                 input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
             ).logits
-            # A turn with prompt length p and n action ids (body then terminator) is predicted from the logits at
-            # row positions p-1 .. p+n-2: the body tokens are the row's own, the terminator is the stop token.
             scored = []
-            for i, r, p in members:
-                n = len(action_ids[i])
-                start = input_ids.shape[1] - len(rows[r]) + p - 1  # left padding of row r, then the prompt
-                ids = torch.tensor(rows[r][p : p + n - 1] + [self.stop_token_id], device=self.device)
-                step_logprobs = F.log_softmax(logits[r, start : start + n].float(), dim=-1)  # (n, V)
-                scored.append((i, step_logprobs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)))
-            index = torch.tensor([i for i, _ in scored], device=self.device)
-            padded = torch.nn.utils.rnn.pad_sequence([v for _, v in scored], batch_first=True)
-            lengths = torch.tensor([len(v) for _, v in scored], device=self.device)
-            row_mask = (torch.arange(padded.shape[1], device=self.device).unsqueeze(0) < lengths.unsqueeze(1)).float()
-            logprobs = logprobs.index_put((index,), torch.nn.functional.pad(padded, (0, width - padded.shape[1])))
-            mask = mask.index_put((index,), torch.nn.functional.pad(row_mask, (0, width - padded.shape[1])))
-        if alone:
-            single, single_mask = self.token_logprobs(
-                [observations[i] for i in alone], [action_ids[i] for i in alone], as_sampled=False
+            for i, r, start, n in packing.positions(action_ids, input_ids.shape[1]):
+                ids = torch.tensor(list(action_ids[i]), device=self.device)
+                step_logits = logits[r : r + 1, start : start + n].float()  # (1, n, V)
+                scored.append((i, self._score(step_logits, ids.unsqueeze(0), as_sampled).squeeze(0)))
+            logprobs, mask = place_rows(logprobs, mask, scored)
+        if packing.alone:
+            single, _ = self.token_logprobs(
+                [observations[i] for i in packing.alone], [action_ids[i] for i in packing.alone], as_sampled=as_sampled
             )
-            index = torch.tensor(alone, device=self.device)
-            pad = (0, width - single.shape[1])
-            logprobs = logprobs.index_put((index,), torch.nn.functional.pad(single, pad))
-            mask = mask.index_put((index,), torch.nn.functional.pad(single_mask, pad))
+            alone = [(i, single[k, : len(action_ids[i])]) for k, i in enumerate(packing.alone)]
+            logprobs, mask = place_rows(logprobs, mask, alone)
         return logprobs, mask
 
     def sequence_logprobs(

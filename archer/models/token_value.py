@@ -22,7 +22,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from archer.models.loading import load_policy_model
-from archer.models.policy import LanguagePolicy
+from archer.models.policy import LanguagePolicy, place_rows
 
 
 class TokenValueModel(nn.Module):
@@ -83,6 +83,47 @@ class TokenValueModel(nn.Module):
         mask = columns.unsqueeze(0) < lengths.unsqueeze(1)
         values = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
         return values, mask.to(values.dtype)
+
+    def packed(
+        self, observations: list[str], actions: list[str], action_ids: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``forward``'s values with turns scored inside longer turns' rows (``LanguagePolicy.pack_turns``).
+
+        Causal attention makes the hidden state before each action token in a longer turn's row exactly the one
+        of the turn's own row, so the values are ``forward``'s with far fewer tokens.
+
+        Args:
+            observations: B observation strings.
+            actions: B action texts, the text the next observation continues with.
+            action_ids: B lists of action token ids, each non-empty.
+        """
+        policy: LanguagePolicy = self._policy
+        width = max(len(ids) for ids in action_ids)
+        packing = policy.pack_turns(observations, actions, action_ids)
+        values = torch.zeros((len(observations), width), device=policy.device)
+        mask = torch.zeros_like(values)
+        if packing.rows:
+            input_ids, attention_mask = policy.left_pad(packing.rows)
+            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+            extra = {"logits_to_keep": 1} if self._accepts_logits_to_keep else {}
+            hidden = self.lm(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                output_hidden_states=True,
+                use_cache=False,
+                **extra,
+            ).hidden_states[-1]
+            scored = [
+                (i, self.head(hidden[r, start : start + n]).squeeze(-1).float())
+                for i, r, start, n in packing.positions(action_ids, input_ids.shape[1])
+            ]
+            values, mask = place_rows(values, mask, scored)
+        if packing.alone:
+            single, _ = self.forward([observations[i] for i in packing.alone], [action_ids[i] for i in packing.alone])
+            alone = [(i, single[k, : len(action_ids[i])]) for k, i in enumerate(packing.alone)]
+            values, mask = place_rows(values, mask, alone)
+        return values, mask
 
 
 def build_token_value_model(policy: LanguagePolicy, source: str | None = None) -> TokenValueModel:

@@ -4,7 +4,7 @@ level, and token-level PPO. Each trains two iterations on tiny models, moving ex
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -398,33 +398,55 @@ def test_ppo_trains_policy_and_value_model_on_its_own_games(tmp_path: Path, cach
     assert_resume_restores_state("ppo_20q", tmp_path / "run", cache, trainer)
 
 
-def test_ppo_micro_batches_grouped_by_length_change_no_result(tmp_path: Path, cache: str) -> None:
-    """Scoring and one update, in micro-batches of 1 (no padding at all) and of 4 grouped by length: same numbers."""
+def test_ppo_scores_the_same_packed_grouped_or_alone_and_micro_batches_change_no_update(
+    tmp_path: Path, cache: str
+) -> None:
+    """Scoring each utterance alone, in length-grouped micro-batches, or with each game's turns packed into one row
+    gives the same numbers; with either minibatch layout, the micro-batch size changes no update."""
     trainer = tiny_run("ppo_20q", tmp_path / "run", cache)
-    trainer.collect(1)
-    games = trainer.algorithm._new_games
-    results = []
-    for micro_batch in (1, 4):
-        algorithm = tiny_run("ppo_20q", tmp_path / f"mb{micro_batch}", cache).algorithm
-        algorithm.cfg.actor_micro_batch_size = micro_batch
-        rollout = algorithm.score(games)
-        # Rows come back at their utterances' places, in play order, whatever order they were scored in.
-        assert rollout.observations == [o for g in games for o in g.observations[: g.length]]
-        assert [len(v) for v in rollout.values] == [len(i) for g in games for i in g.action_token_ids]
-        algorithm.observe(games, 1)
-        algorithm.update(trainer.buffer, 1, np.random.default_rng(0))
-        results.append((rollout, snapshot(algorithm.policy.model), snapshot(algorithm.value_model)))
-    (alone, policy_alone, value_alone), (grouped, policy_grouped, value_grouped) = results
-    for key in ("old_logprobs", "ref_logprobs", "values", "rewards"):
-        for a, b in zip(getattr(alone, key), getattr(grouped, key), strict=True):
-            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    # Readable questions encoded as the policy encodes them, ending with the stop token as a trained policy's samples
+    # do (the tiny policy's own samples are noise the game rewrites, which can never be packed).
+    questions = iter(["Is it alive?", "Does it make noise?", "Is it a dog?", "Can you ride it?", "Is it red?"] * 20)
+
+    def ask(observations: list[str]) -> Generation:
+        texts = [next(questions) for _ in observations]
+        return Generation(texts=texts, token_ids=trainer.policy.encode_actions(texts))
+
+    env = make_env(TwentyQuestionsEnvConfig(batch_size=4, max_turns=4), seed=0)
+    games = collect_trajectories(env, ask, num_episodes=4)
+    # A sample cut at max_new_tokens has no terminator: that turn is scored alone.
+    games[0].action_token_ids[0] = games[0].action_token_ids[0][:-1]
+    observations = [o for g in games for o in g.observations[: g.length]]
+    action_ids = [i for g in games for i in g.action_token_ids]
+    actions = [a for g in games for a in g.actions]
+    packing = trainer.policy.pack_turns(observations, actions, action_ids)
+    assert len(packing.rows) < len(packing.members) and packing.alone  # turns share rows, and some are alone
+    rollouts, weights = {}, {}
+    for pack in (False, True):
+        for micro_batch in (1, 4):
+            algorithm = tiny_run("ppo_20q", tmp_path / f"{pack}{micro_batch}", cache).algorithm
+            algorithm.cfg = replace(algorithm.cfg, actor_micro_batch_size=micro_batch, pack_games=pack)
+            rollout = algorithm.score(games)
+            # Rows come back at their utterances' places, in play order, whatever order they were scored in.
+            assert rollout.observations == observations
+            assert [len(v) for v in rollout.values] == [len(i) for i in action_ids]
+            algorithm.observe(games, 1)
+            algorithm.update(trainer.buffer, 1, np.random.default_rng(0))
+            rollouts[pack, micro_batch] = rollout
+            weights[pack, micro_batch] = (snapshot(algorithm.policy.model), snapshot(algorithm.value_model))
+    alone = rollouts[False, 1]
+    for other in ((False, 4), (True, 1), (True, 4)):
+        for key in ("old_logprobs", "ref_logprobs", "values", "rewards"):
+            for a, b in zip(getattr(alone, key), getattr(rollouts[other], key), strict=True):
+                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
     # Adam divides each gradient by its running scale, so rounding in near-zero gradients shows up to about 1e-6 in
     # the weights after steps of lr 1e-3; a misplaced row or a wrong token weight moves them by a step's order.
-    for name in policy_alone:
-        torch.testing.assert_close(policy_alone[name], policy_grouped[name], rtol=0, atol=2e-5)
-    for name in value_alone:
-        torch.testing.assert_close(value_alone[name], value_grouped[name], rtol=0, atol=2e-5)
-    assert any(not torch.equal(policy_alone[n], p) for n, p in snapshot(trainer.policy.model).items())
+    for pack in (False, True):
+        for one, four in zip(weights[pack, 1], weights[pack, 4], strict=True):
+            for name in one:
+                torch.testing.assert_close(one[name], four[name], rtol=0, atol=2e-5)
+    start = snapshot(trainer.policy.model)
+    assert any(not torch.equal(start[n], p) for n, p in weights[True, 4][0].items())
 
 
 def test_by_length_puts_the_longest_rows_first_and_keeps_ties_in_order() -> None:
