@@ -25,24 +25,24 @@ What makes the comparison fair:
 - every run uses the reference config's (``archer_20q``) environment, models, evaluation games, pretraining data
   and ``pretrain`` settings, applied as overrides where a method's shipped config differs, so all online methods
   start from one cached behaviour-cloning policy (built once, before the runs) and critics of one design; offline
-  runs take the reference's policy model but keep their own critic;
+  runs take the reference's policy model and critic (``model.policy``, ``model.critic``: the frozen MiniLM turn
+  reader, so offline ArCHer and IQL + REINFORCE learn with the critic online ArCHer has);
 - online methods play the same number of environment games and are evaluated after the same numbers of games
   (token-level PPO aside: more games, same evaluation points); algorithm hyperparameters stay those of each
   method's shipped config;
 - offline methods train on the same fixed dataset (``data``: scripted games) for the same number of gradient
   steps, from each config's ``model.policy`` (the embedded model from scratch).
 
-Wall time: an estimate, not a measurement of these defaults. The per-iteration times measured for the earlier,
-smaller default (2 seeds, 192 games, 100 offline steps; ``--jobs 2``, 1 thread per run, idle 2-core machine, before
-``archer_20q`` took its MiniLM critic) were: archer_20q about 1 min per iteration, chai_20q about 4.5 min,
-online_filteredbc_20q 12 s, offline_archer_20q about 2.5 s per gradient step (docs/results.md adds about 0.2 s
-(offline filtered BC) and 0.3 s (offline BC) per step). Scaled to the defaults: archer_20q 40 min per run,
-chai_20q 3 h, online_filteredbc_20q 8 min, offline_archer_20q 2 h, offline filtered BC and BC 10-15 min each; 3 seeds
-make that about 19 h of run time. iql_reinforce_20q and ppo_20q have no measured per-iteration time: if
-iql_reinforce_20q costs what offline_archer_20q does, add 6 h; ppo_20q's 400 iterations at the "several minutes"
-per iteration its config states (3 min, say) are 20 h per run, 60 h for 3 seeds. With ``--jobs 2`` the whole
-default is then roughly 40-45 h wall, most of it PPO; leave it out (``--methods``) or give it its own session,
-since finished runs are reused. Building the starting policy once adds a few minutes.
+Wall time, from short runs of each method with these defaults (1 thread per run, another run or two on the 2 cores,
+so about 1.5-2x slower than alone): archer_20q 25-60 s per iteration (about 25 min per run with ``--jobs 2``),
+chai_20q about 1 min per iteration (its 5 candidates per state sampled with shared prefixes; 40 min per run),
+ppo_20q about 12 s per iteration with ``algorithm.pack_games`` (400 iterations: about 80 min per run),
+offline_archer_20q about 5 s per gradient step with the shared critic (about 4 h per run; with its own critic, a
+4 x 256 encoder trained on whole histories, it was about 27 s), and iql_reinforce_20q about as much; online filtered
+BC, offline filtered BC and offline BC take minutes. Three seeds of everything: about 40 CPU-hours, most of it the
+two offline critic methods, so about 20 h wall with ``--jobs 2``. Finished runs are reused and unfinished ones
+resume, so the benchmark can be run in pieces (``--methods``). Building the starting policy once adds a few
+minutes.
 
 Usage (from ``scripts/``, like ``run.py``)::
 
@@ -119,11 +119,14 @@ ORDERINGS = (
     ("offline", "offline_filteredbc_20q", "offline_bc_20q"),
 )
 ENV = "env=twenty_questions_subset"  # the paper's 10-word subset, for every run
-# Config sections every run takes from the reference config; offline runs have no `pretrain`, and keep their own
-# critic (the reference's may be read from its pretrained policy's body, which an offline run starts without). The
-# evaluation's schedule is the benchmark's; its games (and the rest of `eval`, part of the cached pretraining's key)
-# are shared.
-SHARED = {"online": ("env", "model", "data", "eval", "pretrain"), "offline": ("env", "model.policy", "data", "eval")}
+# Config sections every run takes from the reference config; offline runs have no `pretrain` (they start from the
+# untrained policy). The reference's critic is its own pretrained encoder, not the policy's body, so offline runs
+# take it too. The evaluation's schedule is the benchmark's; its games (and the rest of `eval`, part of the cached
+# pretraining's key) are shared.
+SHARED = {
+    "online": ("env", "model", "data", "eval", "pretrain"),
+    "offline": ("env", "model.policy", "model.critic", "data", "eval"),
+}
 NOT_SHARED = ("eval.every_iters",)
 SIDECAR = "benchmark_run.json"
 METRICS = "metrics.jsonl"
