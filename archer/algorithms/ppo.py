@@ -14,16 +14,18 @@ games per gradient step on Twenty Questions. One iteration, on the games the tra
    ``gamma`` from an utterance's last token to the next utterance's first, 0 after the game's last token (the
    collected games always end; time-limit ends are terminal, as in ArCHer). Advantages are optionally
    standardised over the iteration's tokens.
-5. ``ppo_epochs`` passes; each shuffles the utterances (with the trainer's generator) and splits them into
-   ``num_minibatches`` minibatches. Per minibatch: the clipped-ratio loss (``ppo_clip_loss``) for the policy and
+5. ``ppo_epochs`` passes; each shuffles the utterances (whole games with ``pack_games``; with the trainer's
+   generator) and splits them into ``num_minibatches`` minibatches. Per minibatch: the clipped-ratio loss (``ppo_clip_loss``) for the policy and
    the value regression (``ppo_value_loss``) for the value model, accumulated over micro-batches and averaged over
    tokens, then one clipped step of each network with its own optimiser.
 
-Scoring and each minibatch run their utterances in micro-batches of similar length (``by_length``): rows are
-left-padded to the longest of their micro-batch, and a game's early turns are far shorter than a long game's last
-ones, so micro-batches in play order were mostly padding (2.5 padded tokens per real one, measured on ``ppo_20q``).
-Which utterances share a micro-batch changes no result: every loss is a token mean weighted by each micro-batch's
-share of the minibatch's tokens.
+With ``pack_games`` (the default) the minibatches hold whole games, and every forward pass scores a game's turns
+inside its last turn's row (``LanguagePolicy.pack_turns``): a later turn's state starts with the earlier states and
+actions, so causal attention gives each action token exactly the log-probability and value the turn's own row
+gives, from about a fifth of the tokens. Without it, utterances are scored in micro-batches of similar length
+(``by_length``), since rows are left-padded to the longest of their micro-batch. Which utterances share a
+micro-batch changes no result: every loss is a token mean weighted by each micro-batch's share of the minibatch's
+tokens.
 
 The value model is a separate causal LM with a scalar head (``TokenValueModel``), loaded like the policy. The
 reference policy is a frozen copy of the policy as the algorithm is built (the starting policy). PPO is on-policy:
