@@ -15,9 +15,9 @@ games per gradient step on Twenty Questions. One iteration, on the games the tra
    collected games always end; time-limit ends are terminal, as in ArCHer). Advantages are optionally
    standardised over the iteration's tokens.
 5. ``ppo_epochs`` passes; each shuffles the utterances (whole games with ``pack_games``; with the trainer's
-   generator) and splits them into ``num_minibatches`` minibatches. Per minibatch: the clipped-ratio loss (``ppo_clip_loss``) for the policy and
-   the value regression (``ppo_value_loss``) for the value model, accumulated over micro-batches and averaged over
-   tokens, then one clipped step of each network with its own optimiser.
+   generator) and splits them into ``num_minibatches`` minibatches. Per minibatch: the clipped-ratio loss
+   (``ppo_clip_loss``) for the policy and the value regression (``ppo_value_loss``) for the value model, accumulated
+   over micro-batches and averaged over tokens, then one clipped step of each network with its own optimiser.
 
 With ``pack_games`` (the default) the minibatches hold whole games, and every forward pass scores a game's turns
 inside its last turn's row (``LanguagePolicy.pack_turns``): a later turn's state starts with the earlier states and
