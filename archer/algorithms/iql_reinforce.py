@@ -61,13 +61,13 @@ class IQLReinforceAlgorithm(OfflineCriticAlgorithm):
         advantages = self.learner.advantages(observations, generation.texts)
         kl_parts: list[torch.Tensor] = []
 
-        def loss_of(start: int, end: int, logprobs: torch.Tensor) -> torch.Tensor:
-            batch_advantages = advantages[start:end].to(logprobs.dtype)
+        def loss_of(rows: list[int], logprobs: torch.Tensor) -> torch.Tensor:
+            batch_advantages = advantages[rows].to(logprobs.dtype)
             if self.reference is None:
                 return reinforce_loss(batch_advantages, logprobs)
             with torch.no_grad():
                 ref_logprobs = self.reference.sequence_logprobs(
-                    observations[start:end], generation.token_ids[start:end], as_sampled=True
+                    [observations[i] for i in rows], [generation.token_ids[i] for i in rows], as_sampled=True
                 )
             kl_parts.append((logprobs - ref_logprobs).detach())
             return iql_kl_reinforce_loss(batch_advantages, logprobs, ref_logprobs, cfg.kl_coeff)

@@ -36,7 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import Algorithm, check_finite, mean_metrics
+from archer.algorithms.base import Algorithm, by_length, check_finite, chunks, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import awr_loss, iql_critic_loss
 from archer.config import OfflineArcherConfig, OfflineCriticConfig
@@ -104,18 +104,19 @@ class OfflineCriticAlgorithm(Algorithm):
         self,
         observations: list[str],
         action_ids: list[list[int]],
-        loss_of: Callable[[int, int, torch.Tensor], torch.Tensor],
+        loss_of: Callable[[list[int], torch.Tensor], torch.Tensor],
         iteration: int,
         step: int,
         *,
         as_sampled: bool,
     ) -> tuple[float, float]:
-        """Backward ``loss_of(start, end, log pi(a | s))`` over micro-batches, then clip and step the policy.
+        """Backward ``loss_of(rows, log pi(a | s))`` over micro-batches, then clip and step the policy.
 
         Args:
             observations: B states.
             action_ids: B actions as token ids (what ``token_logprobs`` scores).
-            loss_of: the mean loss of rows ``start:end`` given their (B_micro,) sequence log-probabilities.
+            loss_of: the mean loss of the batch's ``rows`` (indices, longest first) given their (B_micro,) sequence
+                log-probabilities.
             iteration, step: for the error message of a non-finite loss.
             as_sampled: the actions are the policy's own samples (score them under the sampling distribution)
                 rather than dataset actions (the plain softmax); see ``LanguagePolicy.token_logprobs``.
@@ -125,15 +126,19 @@ class OfflineCriticAlgorithm(Algorithm):
         """
         size = len(observations)
         total = 0.0
-        for start in range(0, size, self.cfg.actor_micro_batch_size):
-            end = min(start + self.cfg.actor_micro_batch_size, size)
+        # Micro-batches of similar row lengths pad little; the loss is a mean weighted by rows, so grouping changes
+        # nothing but float rounding.
+        prompts = self.policy.encode_prompts(observations)
+        lengths = [len(prompt) + len(ids) for prompt, ids in zip(prompts, action_ids, strict=True)]
+        for micro in chunks(by_length(list(range(size)), lengths), self.cfg.actor_micro_batch_size):
+            rows = list(micro)
             logprobs = self.policy.sequence_logprobs(
-                observations[start:end], action_ids[start:end], as_sampled=as_sampled
+                [observations[i] for i in rows], [action_ids[i] for i in rows], as_sampled=as_sampled
             )
-            loss = loss_of(start, end, logprobs)
+            loss = loss_of(rows, logprobs)
             check_finite(loss, "actor loss", iteration, step)
-            accumulate(self.accelerator, loss, end - start, size)
-            total += loss.item() * (end - start) / size
+            accumulate(self.accelerator, loss, len(rows), size)
+            total += loss.item() * len(rows) / size
         grad_norm = clip_and_step(
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), self.cfg.max_grad_norm
         )
@@ -199,10 +204,8 @@ class OfflineArcherAlgorithm(OfflineCriticAlgorithm):
         action_ids = self.policy.encode_actions(batch.actions)
         weights: list[torch.Tensor] = []
 
-        def loss_of(start: int, end: int, logprobs: torch.Tensor) -> torch.Tensor:
-            loss, batch_weights = awr_loss(
-                advantages[start:end].to(logprobs.dtype), logprobs, cfg.inv_temp, cfg.max_weight
-            )
+        def loss_of(rows: list[int], logprobs: torch.Tensor) -> torch.Tensor:
+            loss, batch_weights = awr_loss(advantages[rows].to(logprobs.dtype), logprobs, cfg.inv_temp, cfg.max_weight)
             weights.append(batch_weights)
             return loss
 
