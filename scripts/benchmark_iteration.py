@@ -65,6 +65,7 @@ from benchmark_speed import fresh_run_config, generator_of, timed  # noqa: E402
 
 from archer.data.trajectory import Trajectory  # noqa: E402
 from archer.models.incremental import common_prefix_length  # noqa: E402
+from archer.models.kv_cache import cache_argument  # noqa: E402
 from archer.models.policy import LanguagePolicy  # noqa: E402
 
 log = logging.getLogger("benchmark_iteration")
@@ -207,14 +208,14 @@ def bare_generate_from_cache(policy: LanguagePolicy, prefixes: list[list[int]], 
             input_ids=prefix_ids,
             attention_mask=prefix_mask,
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
+            **cache_argument(generator, cache),
         )
         block_ids, block_mask = policy.left_pad(blocks)
         mask = torch.cat([prefix_mask, block_mask], dim=1)
         _, seconds = timed(
             lambda: generator.generate(
-                input_ids=block_ids, attention_mask=mask, past_key_values=cache, generation_config=config
+                input_ids=block_ids, attention_mask=mask, generation_config=config, **cache_argument(generator, cache)
             )
         )
     return seconds

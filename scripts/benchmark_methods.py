@@ -8,6 +8,10 @@ against games, seed mean and min-max band per method; offline methods in a secon
 
 Every (method, seed) is an ordinary ``scripts/run.py`` run in its own folder under ``--out`` (not under ``docs/``),
 so a killed benchmark resumes: finished runs are reused and unfinished ones continue from their checkpoint.
+Every finished run's numbers (its evaluation curve, timings, overrides and the commit that ran it) are also kept in
+``--docs``/``archive.json``, which is committed: a later invocation, on another machine or after ``--out`` is gone,
+does not rerun a run the archive holds with the same config, method, seed and overrides, and reports it from there.
+So the benchmark can be run in pieces across sessions and machines.
 
 Budgets (defaults):
 
@@ -131,6 +135,7 @@ SHARED = {
 NOT_SHARED = ("eval.every_iters",)
 SIDECAR = "benchmark_run.json"
 METRICS = "metrics.jsonl"
+ARCHIVE = "archive.json"
 
 
 # ---- planning --------------------------------------------------------------------------------------------------
@@ -327,11 +332,28 @@ def execute(spec: RunSpec, args: argparse.Namespace) -> int:
     wall = time.perf_counter() - start
     sidecar = load_sidecar(spec.run_dir)
     sidecar["command"] = command
-    sidecar["attempts"].append({"returncode": returncode, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime})
+    cpu = usage.ru_utime + usage.ru_stime
+    sidecar["attempts"].append({"returncode": returncode, "wall_s": wall, "cpu_s": cpu, "commit": code_commit()})
     (spec.run_dir / SIDECAR).write_text(json.dumps(sidecar, indent=1), encoding="utf-8")
     status = "done" if returncode == 0 else f"FAILED (exit {returncode}, see {spec.run_dir}/benchmark_stdout.log)"
     print(f"{spec.method} seed {spec.seed}: {status} in {wall:.0f} s", flush=True)
     return returncode
+
+
+def code_commit() -> str | None:
+    """The commit of the checkout that runs the benchmark (``+dirty`` with uncommitted changes), None outside git."""
+
+    def git(*command: str) -> str:
+        return subprocess.run(
+            ["git", *command], cwd=SCRIPTS, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", str(SCRIPTS.parent / "archer")))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
 
 
 # ---- results ---------------------------------------------------------------------------------------------------
@@ -349,6 +371,8 @@ class RunResult:
     wall_s: float | None = None  # of the benchmark's attempts at the run, summed
     cpu_s: float | None = None
     dataset_trajectories: int | None = None
+    commit: str | None = None  # of the code that ran it (the last attempt's), when recorded
+    archived: bool = False  # read from the archive rather than from its folder
 
     @property
     def start(self) -> dict[str, float] | None:
@@ -386,6 +410,7 @@ def read_run(spec: RunSpec) -> RunResult:
     attempts = load_sidecar(spec.run_dir)["attempts"]
     result.wall_s = sum(a["wall_s"] for a in attempts) if attempts else None
     result.cpu_s = sum(a["cpu_s"] for a in attempts) if attempts else None
+    result.commit = attempts[-1].get("commit") if attempts else None
     if spec.kind == "offline":
         result.dataset_trajectories = dataset_size(spec)
     return result
@@ -400,6 +425,73 @@ def dataset_size(spec: RunSpec) -> int | None:
             if found:
                 return int(found[-1])
     return spec.config.data.generate_episodes if spec.config.data.path is None else None
+
+
+# ---- archive: finished runs kept in the repository ---------------------------------------------------------------
+
+ARCHIVED_FIELDS = ("finished", "curve", "final_rollout_return", "train_s", "wall_s", "cpu_s", "dataset_trajectories")
+
+
+def load_archive(path: Path) -> list[dict[str, Any]]:
+    """The archived runs (a list of records), or none when the file does not exist."""
+    if not path.exists():
+        return []
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["runs"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise SystemExit(f"{path}: not a benchmark archive ({error}); fix or delete it") from None
+
+
+def archive_key(method: str, seed: int, overrides: Sequence[str]) -> tuple[str, int, tuple[str, ...]]:
+    """What makes two runs the same run: config, seed and overrides (run_dir and the run settings compute nothing)."""
+    return method, seed, tuple(overrides)
+
+
+def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult | None:
+    """The archived result of exactly this run (same config, seed and overrides), if the archive holds it."""
+    key = archive_key(spec.method, spec.seed, spec.overrides)
+    for record in archive:
+        if archive_key(record["method"], record["seed"], record["overrides"]) == key:
+            fields = {name: record[name] for name in ARCHIVED_FIELDS}
+            return RunResult(spec, **fields, commit=record.get("commit"), archived=True)
+    return None
+
+
+def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
+    spec = result.spec
+    record: dict[str, Any] = {"method": spec.method, "seed": spec.seed, "overrides": list(spec.overrides)}
+    record.update({name: getattr(result, name) for name in ARCHIVED_FIELDS})
+    record["commit"] = result.commit
+    record["run_dir"] = os.path.relpath(spec.run_dir, out)
+    return record
+
+
+def update_archive(path: Path, archive: Sequence[dict[str, Any]], results: Sequence[RunResult], out: Path) -> None:
+    """Add (or replace) every finished run read from its folder; written atomically."""
+    records = {archive_key(r["method"], r["seed"], r["overrides"]): r for r in archive}
+    for result in results:
+        if result.finished and not result.archived:
+            records[archive_key(result.spec.method, result.spec.seed, result.spec.overrides)] = archive_record(
+                result, out
+            )
+    ordered = sorted(records.values(), key=lambda r: (r["method"], r["seed"], r["overrides"]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.tmp")
+    # One run per line, so a commit that adds runs shows as added lines.
+    lines = ",\n".join(json.dumps(record) for record in ordered)
+    partial.write_text('{"runs": [\n' + lines + "\n]}\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def collect(specs: Sequence[RunSpec], archive: Sequence[dict[str, Any]]) -> list[RunResult]:
+    """Every run's result: from its folder when finished there, else from the archive, else what its folder has."""
+    results = []
+    for spec in specs:
+        result = read_run(spec)
+        if not result.finished:
+            result = from_archive(spec, archive) or result
+        results.append(result)
+    return results
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -566,6 +658,8 @@ def table_rows(results: Sequence[RunResult], out: Path) -> list[dict[str, Any]]:
                 "wall_s": round(r.wall_s, 1) if r.wall_s is not None else None,
                 "cpu_s": round(r.cpu_s, 1) if r.cpu_s is not None else None,
                 "run_dir": os.path.relpath(r.spec.run_dir, out),
+                "source": ARCHIVE if r.archived else "run folder",
+                "commit": r.commit,
             }
         )
     return rows
@@ -742,6 +836,14 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
             break
     if args.override:
         lines.append(f"Extra overrides: `{' '.join(args.override)}`.")
+    archived = [r for r in results if r.archived]
+    if archived:
+        commits = sorted({(r.commit or "not recorded")[:12] for r in archived})
+        lines.append(
+            f"Read from `{ARCHIVE}` (finished by earlier invocations with the same overrides, not rerun by this one): "
+            f"{', '.join(f'{r.spec.method}/seed{r.spec.seed}' for r in archived)}; their code: commits "
+            f"{', '.join(commits)} (`runs.csv` gives each run's)."
+        )
     missing = [f"{r.spec.method}/seed{r.spec.seed}" for r in results if not r.finished]
     if missing:
         lines.append(f"Unfinished or failed runs (left out of the numbers): {', '.join(missing)}.")
@@ -862,9 +964,8 @@ def plot(results: Sequence[RunResult], args: argparse.Namespace, path: Path) -> 
     plt.close(fig)
 
 
-def report(specs: Sequence[RunSpec], args: argparse.Namespace, info: dict[str, Any]) -> str:
-    """Read every run and write the table, CSVs and plot into ``--docs``; returns the table."""
-    results = [read_run(spec) for spec in specs]
+def report(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> str:
+    """Write the table, CSVs and plot of the runs into ``--docs``; returns the table."""
     args.docs.mkdir(parents=True, exist_ok=True)
     write_csvs(results, args.out, args.docs)
     plot(results, args, args.docs / "curves.png")
@@ -937,17 +1038,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     info_path = args.out / "benchmark.json"
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
+    archive_path = args.docs / ARCHIVE
+    archive = load_archive(archive_path)
     failures = 0
     if not args.report_only:
         args.out.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        online = [s for s in specs if s.kind == "online" and not is_finished(s, args)]
+        kept = [s for s in specs if not is_finished(s, args) and from_archive(s, archive) is not None]
+        for spec in kept:
+            print(f"{spec.method} seed {spec.seed}: finished in {shown(archive_path)}, not rerun", flush=True)
+        pending = [s for s in specs if s not in kept]
+        online = [s for s in pending if s.kind == "online" and not is_finished(s, args)]
         pretrained = Path(online[0].config.cache_dir or _default_cache()) / "pretrained" if online else None
         if online:
             info["start_policy_s"], info["start_policy_cpu_s"] = build_start_policy(online[0], args.out)
         before = set(pretrained.iterdir()) if pretrained and pretrained.exists() else set()
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            failures = sum(code != 0 for code in pool.map(lambda s: execute(s, args), specs))
+            failures = sum(code != 0 for code in pool.map(lambda s: execute(s, args), pending))
         after = set(pretrained.iterdir()) if pretrained and pretrained.exists() else set()
         info["new_pretrained_folders_during_runs"] = sorted(str(p) for p in after - before)
         info["benchmark_wall_s"] = time.perf_counter() - start
@@ -955,8 +1062,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         info["cwd"] = str(Path.cwd())
         info_path.write_text(json.dumps(info, indent=1), encoding="utf-8")
         print(f"benchmark wall time: {info['benchmark_wall_s']:.0f} s", flush=True)
-    print(report(specs, args, info))
-    print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png", flush=True)
+    results = collect(specs, archive)
+    update_archive(archive_path, archive, results, args.out)
+    print(report(results, args, info))
+    print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png, {ARCHIVE}", flush=True)
     return 1 if failures else 0
 
 

@@ -38,7 +38,7 @@ import torch
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import Algorithm, by_length, check_finite, chunks, frozen_copy, mean_metrics
+from archer.algorithms.base import Algorithm, check_finite, frozen_copy, length_grouped_micro_batches, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
@@ -180,15 +180,14 @@ class ArcherAlgorithm(Algorithm):
         generation = generate_at_states(self.policy, observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
         size = len(observations)
-        # Micro-batches of similar row lengths pad little; the loss is a mean weighted by rows, so grouping changes
-        # nothing but float rounding.
-        prompts = self.policy.encode_prompts(observations)
-        lengths = [len(prompt) + len(ids) for prompt, ids in zip(prompts, generation.token_ids, strict=True)]
         losses, log_ratios = [], []
-        for micro in chunks(by_length(list(range(size)), lengths), cfg.actor_micro_batch_size):
+        micro_batches = length_grouped_micro_batches(
+            self.policy, observations, generation.token_ids, cfg.actor_micro_batch_size
+        )
+        for micro in micro_batches:
             states = [observations[i] for i in micro]
             token_ids = [generation.token_ids[i] for i in micro]
-            micro_advantages = advantages[list(micro)]
+            micro_advantages = advantages[micro]
             logprobs = self.policy.sequence_logprobs(states, token_ids, as_sampled=True)
             if self.reference is None:
                 loss = reinforce_loss(micro_advantages, logprobs)

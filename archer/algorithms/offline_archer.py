@@ -36,7 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
-from archer.algorithms.base import Algorithm, by_length, check_finite, chunks, mean_metrics
+from archer.algorithms.base import Algorithm, check_finite, length_grouped_micro_batches, mean_metrics
 from archer.algorithms.critic_updates import CriticLearner, summary_stats
 from archer.algorithms.losses import awr_loss, iql_critic_loss
 from archer.config import OfflineArcherConfig, OfflineCriticConfig
@@ -126,12 +126,9 @@ class OfflineCriticAlgorithm(Algorithm):
         """
         size = len(observations)
         total = 0.0
-        # Micro-batches of similar row lengths pad little; the loss is a mean weighted by rows, so grouping changes
-        # nothing but float rounding.
-        prompts = self.policy.encode_prompts(observations)
-        lengths = [len(prompt) + len(ids) for prompt, ids in zip(prompts, action_ids, strict=True)]
-        for micro in chunks(by_length(list(range(size)), lengths), self.cfg.actor_micro_batch_size):
-            rows = list(micro)
+        for rows in length_grouped_micro_batches(
+            self.policy, observations, action_ids, self.cfg.actor_micro_batch_size
+        ):
             logprobs = self.policy.sequence_logprobs(
                 [observations[i] for i in rows], [action_ids[i] for i in rows], as_sampled=as_sampled
             )

@@ -42,21 +42,19 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
+from archer.models.kv_cache import base_model, cache_keyword
 from archer.models.policy import Generation, LanguagePolicy
 
 
 def supports_kv_reuse(policy: LanguagePolicy) -> bool:
     """Whether the policy's model can continue from a cache with masked holes (see the module docstring)."""
-    model = (
-        policy.model.module if isinstance(policy.model, torch.nn.parallel.DistributedDataParallel) else policy.model
-    )
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = base_model(policy.model)
     config = base.config
     text_config = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
     parameters = inspect.signature(base.forward).parameters
     return (
         not getattr(config, "is_encoder_decoder", False)
-        and "past_key_values" in parameters
+        and cache_keyword(base) is not None
         and "position_ids" in parameters
         and getattr(text_config, "sliding_window", None) is None
     )

@@ -24,6 +24,7 @@ from torch import nn
 from transformers import Cache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 from archer.config import PolicyConfig
+from archer.models.kv_cache import cache_argument, returned_cache
 from archer.models.templates import get_action_parser, get_template
 
 
@@ -278,8 +279,8 @@ class LanguagePolicy:
                 output = generator.generate(
                     input_ids=input_ids,
                     attention_mask=attention_mask,
-                    past_key_values=past_key_values,
                     generation_config=self._generation_config(greedy),
+                    **cache_argument(generator, past_key_values),
                 )
         finally:
             generator.train(was_training)
@@ -287,7 +288,7 @@ class LanguagePolicy:
         for row in output.sequences[:, input_ids.shape[1] :].tolist():
             end = next((i + 1 for i, token in enumerate(row) if token in terminators), len(row))
             token_ids.append(row[:end])
-        return token_ids, output.past_key_values
+        return token_ids, returned_cache(output)
 
     def generate(self, observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:
         """Sample (or greedily decode) one action per observation.

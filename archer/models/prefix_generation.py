@@ -33,6 +33,7 @@ import torch
 from transformers import DynamicCache
 
 from archer.models.incremental import supports_kv_reuse
+from archer.models.kv_cache import cache_argument, returned_cache
 from archer.models.policy import Generation, LanguagePolicy
 from archer.models.sharding import gathered
 
@@ -140,17 +141,17 @@ def prefill(policy: LanguagePolicy, prompts: list[list[int]]) -> DynamicCache:
                     input_ids=input_ids,
                     attention_mask=attention_mask,
                     position_ids=(attention_mask.cumsum(-1) - 1).clamp(min=0),
-                    past_key_values=DynamicCache(),
                     use_cache=True,
+                    **cache_argument(generator, DynamicCache()),
                     **extra,
                 )
             if not layers:
                 layers = [
                     (_padded_like(keys, len(prompts), width), _padded_like(values, len(prompts), width))
-                    for keys, values, *_ in output.past_key_values
+                    for keys, values, *_ in returned_cache(output)
                 ]
             rows = torch.tensor(group, device=input_ids.device)
-            for (keys, values, *_), (all_keys, all_values) in zip(output.past_key_values, layers, strict=True):
+            for (keys, values, *_), (all_keys, all_values) in zip(returned_cache(output), layers, strict=True):
                 all_keys[rows, :, width - keys.shape[2] :] = keys
                 all_values[rows, :, width - values.shape[2] :] = values
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,22 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     assert bench.main(argv) == 0
     sidecar = json.loads((Path(rows[0]["run_dir"]) / "benchmark_run.json").read_text())
     assert len(sidecar["attempts"]) == 1
+    assert {r["source"] for r in rows} == {"run folder"}
+
+    # Every finished run is archived in --docs: with --out gone (another machine, a later session), nothing is
+    # rerun and the table is rebuilt from the archive with the same numbers.
+    archive = json.loads((docs / "archive.json").read_text())["runs"]
+    assert [(r["method"], r["seed"]) for r in archive] == [(r["method"], int(r["seed"])) for r in rows]
+    shutil.rmtree(out)
+    assert bench.main(argv) == 0
+    assert not (out / "runs").exists()
+    again = read_csv(docs / "runs.csv")
+    assert {r["source"] for r in again} == {"archive.json"}
+    for before, after in zip(rows, again, strict=True):
+        for column in ("start_return", "final_return", "final_success", "final_rollout_return", "cpu_s", "commit"):
+            assert after[column] == before[column], column
+    assert read_csv(docs / "curves.csv") == curves
+    assert "Read from `archive.json`" in (docs / "results.md").read_text()
 
 
 def test_ordering_verdict_uses_two_standard_errors_of_the_difference() -> None:
@@ -287,3 +304,37 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
     assert "not reached within 192 games (3x archer_20q's 64)" in bench.markdown([*archer, *ppo], args, {})
     bench.plot([*archer, *ppo], args, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+
+    def specs(*extra: str):
+        argv = ["--methods=archer_20q", "--seeds=2", f"--out={tmp_path / 'out'}", f"--docs={tmp_path / 'docs'}"]
+        return bench.plan(bench.parse_args([*argv, *extra]))
+
+    plain = specs()
+    curve = [
+        {"iteration": 0, "x": 0.0, "return": -5.0, "success": 1.0},
+        {"iteration": 40, "x": 1280.0, "return": -4.0, "success": 1.0},
+    ]
+    finished = bench.RunResult(plain[0], curve=curve, finished=True, cpu_s=12.5, commit="abc")
+    unfinished = bench.RunResult(plain[1], curve=curve[:1], finished=False)
+    path = tmp_path / "docs" / "archive.json"
+    bench.update_archive(path, [], [finished, unfinished], tmp_path / "out")
+    archive = bench.load_archive(path)
+    assert [(r["method"], r["seed"], r["commit"]) for r in archive] == [("archer_20q", 0, "abc")]  # finished only
+
+    served = bench.from_archive(plain[0], archive)
+    assert served is not None and served.archived and served.final["return"] == -4.0 and served.cpu_s == 12.5
+    assert bench.from_archive(plain[1], archive) is None  # another seed
+    changed = specs("--override=archer_20q:algorithm.actor_lr=0.5")
+    assert bench.from_archive(changed[0], archive) is None  # other overrides: another run
+
+    # A run finished in its folder replaces nothing else: the archived seed 0 stays beside the new one.
+    other = bench.RunResult(changed[1], curve=curve, finished=True)
+    bench.update_archive(path, archive, [other], tmp_path / "out")
+    assert len(bench.load_archive(path)) == 2
+    path.write_text("not json")
+    with pytest.raises(SystemExit, match="not a benchmark archive"):
+        bench.load_archive(path)

@@ -307,10 +307,13 @@ def test_actor_micro_batches_grouped_by_length_change_no_result(tmp_path: Path) 
     assert states_1 == states_4 and len({len(s) for s in states_1}) > 1  # rows of different lengths
     for key in ("actor/pg_loss", "actor/kl_start", "actor/advantage_mean"):
         assert metrics_1[key] == pytest.approx(metrics_4[key], rel=1e-4, abs=1e-6), key
-    # Adam divides by each gradient's running scale: rounding in near-zero gradients reaches about 1e-6 in weights
-    # after a step of lr 1e-3, while a row paired with the wrong advantage moves them by a step's order.
+    # Adam divides by each gradient's running scale, so rounding in a near-zero gradient can move a weight by up to
+    # a step (lr 1e-3) once in a while (seen: 2 of 16,384 weights by 4e-5). A row paired with the wrong advantage
+    # moves a large share of the weights by a step's order.
     for name in policy_1:
-        torch.testing.assert_close(policy_1[name], policy_4[name], rtol=0, atol=2e-5)
+        gap = (policy_1[name] - policy_4[name]).abs()
+        assert gap.max() < 5e-4, name
+        assert (gap > 2e-5).float().mean() < 1e-3, name
 
 
 def test_several_samples_per_state_are_ranked_against_each_other(
