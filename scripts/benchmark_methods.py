@@ -437,21 +437,44 @@ def load_archive(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     try:
-        return json.loads(path.read_text(encoding="utf-8"))["runs"]
+        records = json.loads(path.read_text(encoding="utf-8"))["runs"]
+        for record in records:
+            record_key(record)
+            missing = [name for name in ARCHIVED_FIELDS if name not in record]
+            if missing:
+                raise KeyError(f"a run of {record['method']} has no {', '.join(missing)}")
     except (json.JSONDecodeError, KeyError, TypeError) as error:
         raise SystemExit(f"{path}: not a benchmark archive ({error}); fix or delete it") from None
+    return records
 
 
-def archive_key(method: str, seed: int, overrides: Sequence[str]) -> tuple[str, int, tuple[str, ...]]:
-    """What makes two runs the same run: config, seed and overrides (run_dir and the run settings compute nothing)."""
-    return method, seed, tuple(overrides)
+def archive_key(method: str, seed: int, overrides: Sequence[str], fingerprint: str) -> tuple[Any, ...]:
+    """What makes two runs the same run: config, seed, overrides and the resolved config's fingerprint (the one a
+    checkpoint must match to resume: run_dir and the run settings compute nothing), so a run is not served from the
+    archive after its config file or the config's defaults changed."""
+    return method, seed, tuple(overrides), fingerprint
+
+
+def run_fingerprint(spec: RunSpec) -> str:
+    from archer.checkpointing import config_fingerprint
+    from archer.trainer import RESUMABLE_KEYS
+
+    return config_fingerprint(spec.config, ignore=RESUMABLE_KEYS)
+
+
+def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    return archive_key(record["method"], record["seed"], record["overrides"], record["config_fingerprint"])
+
+
+def spec_key(spec: RunSpec) -> tuple[Any, ...]:
+    return archive_key(spec.method, spec.seed, spec.overrides, run_fingerprint(spec))
 
 
 def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult | None:
     """The archived result of exactly this run (same config, seed and overrides), if the archive holds it."""
-    key = archive_key(spec.method, spec.seed, spec.overrides)
+    key = spec_key(spec)
     for record in archive:
-        if archive_key(record["method"], record["seed"], record["overrides"]) == key:
+        if record_key(record) == key:
             fields = {name: record[name] for name in ARCHIVED_FIELDS}
             return RunResult(spec, **fields, commit=record.get("commit"), archived=True)
     return None
@@ -460,6 +483,7 @@ def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult 
 def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
     spec = result.spec
     record: dict[str, Any] = {"method": spec.method, "seed": spec.seed, "overrides": list(spec.overrides)}
+    record["config_fingerprint"] = run_fingerprint(spec)
     record.update({name: getattr(result, name) for name in ARCHIVED_FIELDS})
     record["commit"] = result.commit
     record["run_dir"] = os.path.relpath(spec.run_dir, out)
@@ -468,12 +492,10 @@ def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
 
 def update_archive(path: Path, archive: Sequence[dict[str, Any]], results: Sequence[RunResult], out: Path) -> None:
     """Add (or replace) every finished run read from its folder; written atomically."""
-    records = {archive_key(r["method"], r["seed"], r["overrides"]): r for r in archive}
+    records = {record_key(r): r for r in archive}
     for result in results:
         if result.finished and not result.archived:
-            records[archive_key(result.spec.method, result.spec.seed, result.spec.overrides)] = archive_record(
-                result, out
-            )
+            records[spec_key(result.spec)] = archive_record(result, out)
     ordered = sorted(records.values(), key=lambda r: (r["method"], r["seed"], r["overrides"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".json.tmp")

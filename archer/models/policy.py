@@ -223,7 +223,8 @@ class LanguagePolicy:
             max_new_tokens=self.cfg.max_new_tokens,
             do_sample=not greedy,
             temperature=1.0 if greedy else self.cfg.temperature,
-            top_k=0 if greedy else self.cfg.top_k,
+            # Greedy decoding ignores the sampling filters; transformers (5.24) warns of any it is given.
+            top_k=None if greedy else self.cfg.top_k,
             top_p=1.0 if greedy else self.cfg.top_p,
             typical_p=1.0,
             epsilon_cutoff=0.0,

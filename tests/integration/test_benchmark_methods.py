@@ -330,11 +330,15 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     assert bench.from_archive(plain[1], archive) is None  # another seed
     changed = specs("--override=archer_20q:algorithm.actor_lr=0.5")
     assert bench.from_archive(changed[0], archive) is None  # other overrides: another run
+    # The same overrides on a config whose file or defaults have changed since: another run too.
+    edited = [dict(archive[0], config_fingerprint="0" * 16)]
+    assert bench.from_archive(plain[0], edited) is None
 
     # A run finished in its folder replaces nothing else: the archived seed 0 stays beside the new one.
     other = bench.RunResult(changed[1], curve=curve, finished=True)
     bench.update_archive(path, archive, [other], tmp_path / "out")
     assert len(bench.load_archive(path)) == 2
-    path.write_text("not json")
-    with pytest.raises(SystemExit, match="not a benchmark archive"):
-        bench.load_archive(path)
+    for broken in ("not json", '{"runs": [{"method": "archer_20q", "seed": 0, "overrides": []}]}'):
+        path.write_text(broken)
+        with pytest.raises(SystemExit, match="not a benchmark archive"):
+            bench.load_archive(path)

@@ -200,6 +200,19 @@ def test_top_k_one_sampling_is_greedy(make_policy: Callable[..., LanguagePolicy]
     assert policy.generate(OBSERVATIONS, greedy=False) == policy.generate(OBSERVATIONS, greedy=True)
 
 
+def test_greedy_decoding_passes_no_sampling_filter_for_transformers_to_warn_about(
+    make_policy: Callable[..., LanguagePolicy],
+) -> None:
+    policy = make_policy(top_k=5, top_p=0.9, temperature=0.7)
+    greedy = policy._generation_config(greedy=True)
+    # strict: what transformers would log as "generation flags are not valid and may be ignored" raises instead.
+    greedy.validate(strict=True)
+    assert not greedy.do_sample
+    sampled = policy._generation_config(greedy=False)
+    sampled.validate(strict=True)
+    assert (sampled.top_k, sampled.top_p, sampled.temperature) == (5, 0.9, 0.7)
+
+
 def test_long_prompts_are_truncated_on_the_left_in_both_paths(policy: LanguagePolicy) -> None:
     long_observation = "Questions:\n" + "Is it alive? Yes.\n" * 40
     tail_ids = policy.tokenizer(long_observation)["input_ids"][-policy.cfg.max_prompt_tokens :]
