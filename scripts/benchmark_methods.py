@@ -333,7 +333,8 @@ def execute(spec: RunSpec, args: argparse.Namespace) -> int:
     sidecar = load_sidecar(spec.run_dir)
     sidecar["command"] = command
     cpu = usage.ru_utime + usage.ru_stime
-    sidecar["attempts"].append({"returncode": returncode, "wall_s": wall, "cpu_s": cpu, "commit": code_commit()})
+    attempt = {"returncode": returncode, "wall_s": wall, "cpu_s": cpu, "commit": code_commit()}
+    sidecar["attempts"].append({**attempt, "versions": library_versions()})
     (spec.run_dir / SIDECAR).write_text(json.dumps(sidecar, indent=1), encoding="utf-8")
     status = "done" if returncode == 0 else f"FAILED (exit {returncode}, see {spec.run_dir}/benchmark_stdout.log)"
     print(f"{spec.method} seed {spec.seed}: {status} in {wall:.0f} s", flush=True)
@@ -356,6 +357,19 @@ def code_commit() -> str | None:
     return commit + ("+dirty" if dirty else "")
 
 
+def library_versions() -> dict[str, str | None]:
+    """Versions of the libraries whose changes can change a run's numbers."""
+    from importlib import metadata
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {name: version(name) for name in ("torch", "transformers", "accelerate", "numpy")}
+
+
 # ---- results ---------------------------------------------------------------------------------------------------
 
 
@@ -372,6 +386,7 @@ class RunResult:
     cpu_s: float | None = None
     dataset_trajectories: int | None = None
     commit: str | None = None  # of the code that ran it (the last attempt's), when recorded
+    versions: dict[str, str | None] | None = None  # of torch, transformers, ... (the last attempt's), when recorded
     archived: bool = False  # read from the archive rather than from its folder
 
     @property
@@ -411,6 +426,7 @@ def read_run(spec: RunSpec) -> RunResult:
     result.wall_s = sum(a["wall_s"] for a in attempts) if attempts else None
     result.cpu_s = sum(a["cpu_s"] for a in attempts) if attempts else None
     result.commit = attempts[-1].get("commit") if attempts else None
+    result.versions = attempts[-1].get("versions") if attempts else None
     if spec.kind == "offline":
         result.dataset_trajectories = dataset_size(spec)
     return result
@@ -476,7 +492,8 @@ def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult 
     for record in archive:
         if record_key(record) == key:
             fields = {name: record[name] for name in ARCHIVED_FIELDS}
-            return RunResult(spec, **fields, commit=record.get("commit"), archived=True)
+            provenance = {"commit": record.get("commit"), "versions": record.get("versions")}
+            return RunResult(spec, **fields, **provenance, archived=True)
     return None
 
 
@@ -486,6 +503,7 @@ def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
     record["config_fingerprint"] = run_fingerprint(spec)
     record.update({name: getattr(result, name) for name in ARCHIVED_FIELDS})
     record["commit"] = result.commit
+    record["versions"] = result.versions
     record["run_dir"] = os.path.relpath(spec.run_dir, out)
     return record
 
@@ -682,6 +700,7 @@ def table_rows(results: Sequence[RunResult], out: Path) -> list[dict[str, Any]]:
                 "run_dir": os.path.relpath(r.spec.run_dir, out),
                 "source": ARCHIVE if r.archived else "run folder",
                 "commit": r.commit,
+                "transformers": (r.versions or {}).get("transformers"),
             }
         )
     return rows

@@ -7,6 +7,7 @@ import csv
 import json
 import shlex
 import shutil
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -126,13 +127,23 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     # rerun and the table is rebuilt from the archive with the same numbers.
     archive = json.loads((docs / "archive.json").read_text())["runs"]
     assert [(r["method"], r["seed"]) for r in archive] == [(r["method"], int(r["seed"])) for r in rows]
+    assert {r["versions"]["transformers"] for r in archive} == {metadata.version("transformers")}
+    assert {r["transformers"] for r in rows} == {metadata.version("transformers")}
     shutil.rmtree(out)
     assert bench.main(argv) == 0
     assert not (out / "runs").exists()
     again = read_csv(docs / "runs.csv")
     assert {r["source"] for r in again} == {"archive.json"}
     for before, after in zip(rows, again, strict=True):
-        for column in ("start_return", "final_return", "final_success", "final_rollout_return", "cpu_s", "commit"):
+        for column in (
+            "start_return",
+            "final_return",
+            "final_success",
+            "final_rollout_return",
+            "cpu_s",
+            "commit",
+            "transformers",
+        ):
             assert after[column] == before[column], column
     assert read_csv(docs / "curves.csv") == curves
     assert "Read from `archive.json`" in (docs / "results.md").read_text()
