@@ -100,17 +100,18 @@ ARCHER = "archer_20q"
 # Token-level PPO is the paper's "100x" baseline: it gets --ppo-budget-factor times the other online runs' games.
 TOKEN_PPO = "ppo_20q"
 IQL_REINFORCE, OFFLINE_BC = "iql_reinforce_20q", "offline_bc_20q"
+CHAI = "chai_20q"
 # What each config is, for the table's first column (the run's own switches are listed under its overrides).
 WHAT = {
     "archer_20q": "online ArCHer (bootstrapped utterance critic, token-level REINFORCE actor)",
-    "online_filteredbc_20q": "online filtered BC (clones the top 10% of recent games)",
+    "online_filteredbc_20q": "online filtered BC (clones the top {fraction} of recent games)",
     "chai_20q": "CHAI (ArCHer's critic reranks policy samples)",
     "ppo_20q": "token-level PPO (GAE, KL to the start, value model)",
     "archer_20q_plain": "online ArCHer with the paper's critic (encoder trained from scratch)",
     "archer_baseline_20q": "online ArCHer with a token-level baseline",
     "archer_ppo_20q": "online ArCHer with a PPO low level",
     "offline_archer_20q": "offline ArCHer (IQL critic, advantage-weighted actor)",
-    "offline_filteredbc_20q": "offline filtered BC (clones the top 10% of the dataset)",
+    "offline_filteredbc_20q": "offline filtered BC (clones the top {fraction} of the dataset)",
     "offline_bc_20q": "offline BC",
     "iql_reinforce_20q": "IQL + REINFORCE (IQL critic, REINFORCE on fresh samples)",
 }
@@ -584,6 +585,23 @@ def ordering_verdict(results: dict[str, list[RunResult]], higher: str, lower: st
     return compare(higher, finals(results.get(higher, [])), lower, finals(results.get(lower, [])))
 
 
+def sampled_finals(runs: Sequence[RunResult]) -> list[float]:
+    """The last iteration's training-game return of every finished run."""
+    return [r.final_rollout_return for r in runs if r.final and r.final_rollout_return is not None]
+
+
+def chai_play_line(grouped: dict[str, list[RunResult]]) -> str:
+    """ArCHer against CHAI as each acts while training: CHAI's policy is frozen, so its greedy return is the start's
+    by construction and only its training games show its critic's reranking."""
+    return compare(
+        ARCHER,
+        sampled_finals(grouped.get(ARCHER, [])),
+        f"{CHAI} in the last iteration's training games (ArCHer samples its policy; CHAI plays its critic's pick of "
+        "its policy's samples)",
+        sampled_finals(grouped.get(CHAI, [])),
+    )
+
+
 def seed_mean_curve(runs: Sequence[RunResult]) -> list[tuple[float, float]]:
     """(x, seed-mean greedy return) at the evaluations every given run has, in order of x."""
     curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.curve]
@@ -732,6 +750,8 @@ def describe(spec: RunSpec) -> str:
     """The table's name for a run config: what it is, and the switches that change what it is."""
     algorithm = spec.config.algorithm
     what = WHAT.get(spec.method, spec.method)
+    if hasattr(algorithm, "filter_fraction"):
+        what = what.format(fraction=f"{algorithm.filter_fraction:.0%}")
     if algorithm.name == "chai":
         what += ", policy trained" if getattr(algorithm, "update_policy", False) else ", policy frozen"
     if algorithm.name == "iql_reinforce":
@@ -929,6 +949,8 @@ def markdown(results: Sequence[RunResult], args: argparse.Namespace, info: dict[
         "two standard errors of that difference.\n"
     )
     lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS[:2]]
+    if CHAI in grouped:
+        lines.append(f"- {chai_play_line(grouped)}")
     lines += [f"- {line}" for line in ppo_lines(grouped, args)]
     lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS[2:]]
     iql = grouped.get(IQL_REINFORCE, [])

@@ -353,3 +353,42 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
         path.write_text(broken)
         with pytest.raises(SystemExit, match="not a benchmark archive"):
             bench.load_archive(path)
+
+
+def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    argv = ["--methods=archer_20q,chai_20q", "--seeds=2", f"--out={tmp_path / 'out'}", f"--docs={tmp_path / 'docs'}"]
+    args = bench.parse_args(argv)
+    specs = bench.plan(args)
+    curve = [
+        {"iteration": 0, "x": 0.0, "return": -3.3, "success": 1.0},
+        {"iteration": 40, "x": 1280.0, "return": -3.3, "success": 1.0},
+    ]
+    # Sampled returns: ArCHer -3.0 and -3.2 (mean -3.1, sd 0.141); CHAI -4.0 and -3.6 (mean -3.8, sd 0.283).
+    # Difference 0.7; two standard errors 2 * sqrt(0.02 / 2 + 0.08 / 2) = 0.447.
+    sampled = [-3.0, -3.2, -4.0, -3.6]
+    results = [
+        bench.RunResult(spec, curve=curve, finished=True, final_rollout_return=value)
+        for spec, value in zip(specs, sampled, strict=True)
+    ]
+    table = bench.markdown(results, args, {})
+    assert "- archer_20q > chai_20q: difference +0.00" in table  # greedy: CHAI's frozen policy, ArCHer's start here
+    assert (
+        "- archer_20q > chai_20q in the last iteration's training games (ArCHer samples its policy; CHAI plays its "
+        "critic's pick of its policy's samples): difference +0.70 (2 standard errors: 0.45, 2 and 2 seeds): holds"
+    ) in table
+
+
+def test_filtered_bc_is_named_with_its_own_filter_fraction(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    argv = ["--methods=online_filteredbc_20q,offline_filteredbc_20q", "--seeds=1", f"--out={tmp_path}"]
+    shipped = [bench.describe(spec) for spec in bench.plan(bench.parse_args(argv))]
+    assert shipped == [
+        "online filtered BC (clones the top 10% of recent games), as in `online_filteredbc_20q`",
+        "offline filtered BC (clones the top 10% of the dataset), as in `offline_filteredbc_20q`",
+    ]
+    tuned = bench.plan(bench.parse_args([*argv, "--override=offline_filteredbc_20q:algorithm.filter_fraction=0.5"]))
+    assert (
+        bench.describe(tuned[1])
+        == "offline filtered BC (clones the top 50% of the dataset), as in `offline_filteredbc_20q`"
+    )
