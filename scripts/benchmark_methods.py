@@ -973,7 +973,10 @@ def markdown(results: Sequence[RunResult], args: argparse.Namespace, info: dict[
 
 
 def plot(results: Sequence[RunResult], args: argparse.Namespace, path: Path) -> None:
-    """Seed-mean greedy return against data used, with the min-max band over seeds; online and offline panels."""
+    """Seed-mean greedy return against data used, with the min-max band over seeds; online and offline panels.
+
+    Only finished runs are drawn, so a partial benchmark shows each method's whole budget (over the seeds finished).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -983,7 +986,7 @@ def plot(results: Sequence[RunResult], args: argparse.Namespace, path: Path) -> 
     fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.5), squeeze=False)
     for ax, kind in zip(axes[0], kinds, strict=True):
         for method, runs in group([r for r in results if r.spec.kind == kind]).items():
-            curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.curve]
+            curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.finished]
             xs = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
             if not xs:
                 continue
