@@ -8,6 +8,7 @@ lowest cannot teach the actor to stop making it, whatever its loss says.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections.abc import Callable, Sequence
 
@@ -96,3 +97,54 @@ def pairwise_agreement(score: MoveScorer, reference: MoveScorer, states: Sequenc
     if not agree:
         raise ValueError(f"no two moves at a state differ by more than {margin} under the reference")
     return statistics.fmean(agree)
+
+
+def fit_to_move_values(
+    critic: DoubleCritic,
+    examples: Sequence[tuple[str, str]],
+    target: Callable[[str, str], float],
+    steps: int,
+    batch_size: int,
+    lr: float,
+    rng: random.Random,
+    every: int = 0,
+    report: Callable[[int, float], None] | None = None,
+) -> float:
+    """Regress both Q heads of ``critic`` on known move values: can its architecture represent them at all?
+
+    A supervised check beside the run's TD training: if the critic cannot fit (and generalise from) exact values,
+    no amount of TD data will make it rank moves; if it can, what a run lacks is in its data or targets.
+
+    Args:
+        critic: trained in place (its trainable parameters, with Adam at ``lr``); left in train mode.
+        examples: ``(observation, move)`` pairs, drawn uniformly with replacement, ``batch_size`` per step.
+        target: the value to regress on for a pair; called afresh at every draw, so it may be a random sample.
+        steps: gradient steps.
+        every: call ``report(step, loss)`` every ``every`` steps (0: never).
+
+    Returns:
+        The last step's mean squared error (of the two heads, summed).
+
+    Raises:
+        ValueError: no examples, or ``steps`` / ``batch_size`` not positive.
+    """
+    if not examples:
+        raise ValueError("fitting needs at least one (observation, move) example")
+    if steps <= 0 or batch_size <= 0:
+        raise ValueError(f"steps and batch_size must be positive, got {steps} and {batch_size}")
+    params = [param for param in critic.parameters() if param.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=lr)
+    critic.train()
+    loss_value = float("nan")
+    for step in range(1, steps + 1):
+        batch = [examples[rng.randrange(len(examples))] for _ in range(batch_size)]
+        q1, q2 = critic.q_values([observation for observation, _ in batch], [move for _, move in batch])
+        values = torch.tensor([target(observation, move) for observation, move in batch], dtype=q1.dtype)
+        loss = torch.nn.functional.mse_loss(q1, values) + torch.nn.functional.mse_loss(q2, values)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        loss_value = loss.item()
+        if report is not None and every and step % every == 0:
+            report(step, loss_value)
+    return loss_value

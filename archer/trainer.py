@@ -389,7 +389,17 @@ class Trainer:
         if rollout.explore_fraction > 0:
             # Its own stream, seeded by the iteration: a resumed run replaces the same moves.
             seed = [self.cfg.seed, self.placement.process_index, iteration]
-            actor = ExploringActor(actor, rollout.explore_fraction, np.random.default_rng(seed))
+            past: list[tuple[str, list[int] | None]] = []
+            if "past" in rollout.explore_sources:
+                moves = self.buffer.distinct_actions()
+                past = list(zip(moves, self.policy.encode_actions(moves) if moves else [], strict=True))
+            actor = ExploringActor(
+                actor,
+                rollout.explore_fraction,
+                np.random.default_rng(seed),
+                sources=tuple(rollout.explore_sources),
+                past=past,
+            )
         with self.placement.gathered(self.policy.model):
             local = collect_trajectories(
                 self.env,

@@ -20,6 +20,14 @@ returns are the policy's own move values (Monte Carlo ``Q^pi``), what a perfect 
 score. The same figures computed on those returns (``truth/*``) say how much of the game's ordering the policy's
 values carry at all, and ``probe/pair_agreement`` is the fraction of move pairs (whose returns differ by more
 than ``--margin``) that the critic orders as the returns do.
+
+``--fit-optimal N`` asks a different question: can the configured critic's architecture rank the moves at all? It
+builds the critic untrained (no run needed), regresses its Q heads on the game's exact optimal move values
+(``archer.envs.twenty_questions.optimal``; the 10-word subset) at N script-played states none of which is a probe
+state, each with the repeat, a guess of every word and some questions, for ``--fit-steps`` steps of the run's
+critic batch size and learning rate, and probes it every ``--fit-every`` steps. ``--fit-targets sampled`` regresses
+on one played move's ``r + gamma V*(s')`` instead (the noise of a single transition, as TD sees it). A critic that
+passes here and fails after a run is limited by what its training gives it, not by what it can represent.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import argparse
 import json
 import logging
 import math
+import random
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -39,19 +48,24 @@ from tqdm.auto import tqdm
 
 from archer.checkpointing import CHECKPOINT_FILE
 from archer.cli import compose_run_config
-from archer.critic_probe import move_values, pairwise_agreement, probe_critic, probe_scores
+from archer.critic_probe import fit_to_move_values, move_values, pairwise_agreement, probe_critic, probe_scores
 from archer.data.rollout import collect_trajectories
 from archer.envs.registry import make_env, make_oracle
 from archer.envs.twenty_questions.env import TwentyQuestionsEnv
+from archer.envs.twenty_questions.facts import PROPERTY_PHRASINGS
+from archer.envs.twenty_questions.optimal import OptimalValues
 from archer.envs.twenty_questions.probe import (
     ProbeState,
+    history_turns,
     policy_move_returns,
     probe_states,
     probe_states_from_games,
 )
+from archer.envs.twenty_questions.questioners import guess_phrasings
 from archer.trainer import Trainer, build_trainer
 
 log = logging.getLogger("probe_critic")
+ALL_QUESTIONS = [phrasings[0].text for phrasings in PROPERTY_PHRASINGS.values()]
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 
 
@@ -82,12 +96,33 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument(
         "--margin", type=float, default=0.5, help="with --policy-returns: pairs closer than this are not ranked"
     )
+    parser.add_argument(
+        "--fit-optimal",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fit the untrained critic to exact optimal move values at N states, then probe it (0: off)",
+    )
+    parser.add_argument("--fit-steps", type=int, default=1500, help="with --fit-optimal: gradient steps (1500)")
+    parser.add_argument("--fit-every", type=int, default=500, help="with --fit-optimal: probe every this many steps")
+    parser.add_argument(
+        "--fit-targets",
+        choices=("exact", "sampled"),
+        default="exact",
+        help="with --fit-optimal: Q* itself, or one transition's r + gamma V*(s') drawn afresh each time",
+    )
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.states <= 0:
         parser.error(f"--states must be positive, got {args.states}")
     if args.policy_returns < 0:
         parser.error(f"--policy-returns must be >= 0, got {args.policy_returns}")
+    if args.fit_optimal < 0 or args.fit_steps <= 0 or args.fit_every < 0:
+        parser.error("--fit-optimal and --fit-every must be >= 0, --fit-steps positive")
+    if args.fit_optimal and (args.policy_returns or args.states_from == "policy" or args.online):
+        parser.error(
+            "--fit-optimal probes a freshly fitted critic: no --policy-returns, --states-from policy, --online"
+        )
     cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
     if not cfg.algorithm.uses_critic:
         parser.error(f"--config-name {args.config_name}: its algorithm has no utterance critic to probe")
@@ -96,6 +131,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         parser.error(f"the probe plays Twenty Questions; {args.config_name} plays {cfg.env.name}")
 
     with tempfile.TemporaryDirectory() as folder:
+        if args.fit_optimal:
+            trainer = build_trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
+            figures = fit_optimal(trainer, env, args)
+            log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
+            if args.json is not None:
+                args.json.write_text(json.dumps(figures, indent=1))
+            return figures
         if args.untrained:
             trainer = build_trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
         else:
@@ -116,6 +158,53 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1))
     return figures
+
+
+def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namespace) -> dict[str, float]:
+    """Fit the untrained critic to exact optimal move values at ``args.fit_optimal`` states, probing as it goes."""
+    algorithm = trainer.algorithm
+    try:
+        values = OptimalValues(env.words, trainer.cfg.algorithm.critic.gamma)
+    except ValueError as error:
+        raise SystemExit(f"--fit-optimal: {error} (play env=twenty_questions_subset)") from error
+    probe = probe_states(env, args.states, args.seed)
+    held_out = {state.observation for state in probe}
+    rng = random.Random(args.seed)
+    examples = []
+    # Probe states repeat (few words, few questions): draw more and keep those the probe does not score.
+    pool = [s for s in probe_states(env, 4 * args.fit_optimal, args.seed + 1) if s.observation not in held_out]
+    if not pool:
+        raise SystemExit("--fit-optimal: every state drawn is a probe state; lower --states")
+    for state in pool[: args.fit_optimal]:
+        questions = list(state.splitting_questions[:4]) + rng.sample(ALL_QUESTIONS, 3)
+        moves = [state.repeat, *(guess_phrasings(word)[0] for word in env.words), *questions]
+        examples.extend((state.observation, move) for move in dict.fromkeys(moves))
+    masks = {observation: values.possible(history_turns(observation)) for observation, _ in examples}
+    if args.fit_targets == "exact":
+
+        def target(observation: str, move: str) -> float:
+            return values.move_value(masks[observation], move)
+
+    else:
+
+        def target(observation: str, move: str) -> float:
+            return values.sampled_move_value(masks[observation], move, rng)
+
+    critic = algorithm.critic
+    figures: dict[str, float] = {}
+
+    def report(step: int, loss: float) -> None:
+        figures.update(probe_critic(critic, probe))
+        log.info("step %d loss %.4f %s", step, loss, " ".join(f"{k}={v:.3f}" for k, v in figures.items()))
+
+    cfg = trainer.cfg.algorithm
+    states = min(len(pool), args.fit_optimal)
+    log.info("fitting to %s optimal values: %d examples at %d states", args.fit_targets, len(examples), states)
+    loss = fit_to_move_values(
+        critic, examples, target, args.fit_steps, cfg.critic_batch_size, cfg.critic.lr, rng, args.fit_every, report
+    )
+    figures.update(probe_critic(critic, probe))
+    return figures | {"fit/loss": loss, "fit/states": float(states), "fit/examples": float(len(examples))}
 
 
 def policy_probe_states(

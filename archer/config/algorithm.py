@@ -23,6 +23,7 @@ from omegaconf import MISSING
 from archer.config.checks import check, check_choice
 
 V_TARGET_ACTIONS = ("sample", "replay")
+EXPLORE_SOURCES = ("repeat", "other", "past")
 
 
 @dataclass
@@ -40,16 +41,30 @@ class RolloutConfig:
             (``archer.data.exploration``), so the off-policy critic also learns the values of moves the policy
             has stopped playing. Not in the paper (0 is the paper); only for algorithms that train the utterance
             critic, whose actor learns from fresh samples. Evaluation never explores.
+        explore_sources: where a replaced move comes from, one source drawn uniformly among those that have a
+            move to give: ``repeat`` (one of the same game's earlier moves), ``other`` (another live game's move
+            this turn), ``past`` (any distinct move already in the replay buffer, whatever game and turn made it:
+            it puts, for example, a guess into the opening turns where the policy only asks questions). Default
+            ``[repeat, other]``.
     """
 
     episodes_per_iter: int = 128
     replay_capacity: int = 10_000
     explore_fraction: float = 0.0
+    explore_sources: list[str] = field(default_factory=lambda: ["repeat", "other"])
 
     def validate(self, prefix: str = "algorithm.rollout") -> None:
         check(self.episodes_per_iter > 0, f"{prefix}.episodes_per_iter", "must be positive")
         check(self.replay_capacity > 0, f"{prefix}.replay_capacity", "must be positive")
         check(0.0 <= self.explore_fraction <= 1.0, f"{prefix}.explore_fraction", "must be in [0, 1]")
+        check(len(self.explore_sources) > 0, f"{prefix}.explore_sources", "must name at least one source")
+        for source in self.explore_sources:
+            check_choice(source, f"{prefix}.explore_sources", EXPLORE_SOURCES)
+        check(
+            len(set(self.explore_sources)) == len(self.explore_sources),
+            f"{prefix}.explore_sources",
+            f"names a source twice: {list(self.explore_sources)}",
+        )
 
 
 @dataclass

@@ -4,10 +4,13 @@ An off-policy utterance critic learns ``Q(s, a)`` only for the moves in its buff
 avoid a bad move never plays it, so the critic's value of that move is a guess: it can score a repeated question
 above a useful one, and nothing in the data corrects it. ``ExploringActor`` puts such moves into the data without
 any knowledge of the game: with probability ``fraction`` a live game's move this turn is replaced by one the policy
-already made, either one of the same game's own earlier moves (a repeat) or another live game's move this turn.
-Both are moves the policy can produce; played in this game, their rewards and next states are the environment's.
+already made: one of the same game's own earlier moves (``repeat``), another live game's move this turn
+(``other``), or, with ``past`` among the sources, any distinct move of earlier games (for example a guess in the
+opening turns, where the policy itself only asks questions). All are moves the policy can produce; played in this
+game, their rewards and next states are the environment's.
 
-The replaced moves keep the token ids they were generated with, so trajectories stay token-exact. Only an
+The replaced moves keep the token ids they were generated with, so trajectories stay token-exact (a ``past``
+move comes from the replay buffer's texts, so the trainer re-encodes it with the policy's tokenizer). Only an
 algorithm whose critic is off-policy and whose actor trains on fresh samples (ArCHer, CHAI) may play so: its
 Q targets hold for any behaviour, while an on-policy learner (PPO, filtered BC) would learn from moves its
 policy did not choose.
@@ -15,10 +18,12 @@ policy did not choose.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from archer.config.algorithm import EXPLORE_SOURCES as SOURCES  # the choice lists them in this order
 from archer.data.rollout import ActFn, BatchActor, TurnFn, split_actions
 
 
@@ -46,16 +51,24 @@ class ExploringActor:
         inner: the policy's rollout actor (an acting function or a ``BatchActor``).
         fraction: probability that a live game's move is replaced, each turn; in [0, 1].
         rng: the random stream of the choices.
+        sources: where a replacement comes from (``repeat``, ``other``, ``past``); each time, one of those that
+            have a move to give is drawn uniformly.
+        past: the moves ``past`` draws from, as ``(text, token ids or None)``; ids of ``None`` are recorded empty.
     """
 
     inner: ActFn | BatchActor
     fraction: float
     rng: np.random.Generator
+    sources: tuple[str, ...] = ("repeat", "other")
+    past: Sequence[tuple[str, list[int] | None]] = ()
     count: ExplorationCount = field(default_factory=ExplorationCount)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.fraction <= 1.0:
             raise ValueError(f"the exploration fraction must be in [0, 1], got {self.fraction}")
+        unknown = set(self.sources) - set(SOURCES)
+        if unknown or not self.sources:
+            raise ValueError(f"exploration sources must be among {SOURCES}, got {list(self.sources)}")
 
     def start_batch(self) -> TurnFn:
         inner: TurnFn = (
@@ -74,15 +87,19 @@ class ExploringActor:
                 self.count.moves += 1
                 if self.rng.random() >= self.fraction:
                     continue
-                kinds = (["repeat"] if played.get(slot) else []) + (["other"] if len(slots) > 1 else [])
+                available = {"repeat": bool(played.get(slot)), "other": len(slots) > 1, "past": bool(self.past)}
+                kinds = [kind for kind in SOURCES if kind in self.sources and available[kind]]
                 if not kinds:
                     continue
-                if kinds[self.rng.integers(len(kinds))] == "repeat":
+                kind = kinds[self.rng.integers(len(kinds))]
+                if kind == "repeat":
                     earlier = played[slot]
                     moves[k] = earlier[self.rng.integers(len(earlier))]
-                else:
+                elif kind == "other":
                     others = [j for j in range(len(slots)) if j != k]
                     moves[k] = proposed[others[self.rng.integers(len(others))]]
+                else:
+                    moves[k] = self.past[self.rng.integers(len(self.past))]
                 self.count.replaced += 1
             for slot, move in zip(slots, moves, strict=True):
                 played.setdefault(slot, []).append(move)

@@ -200,6 +200,10 @@ class ReplayBuffer:
             episode_returns=torch.from_numpy(self._episode_returns[idx]),
         )
 
+    def distinct_actions(self) -> list[str]:
+        """Every distinct action held, sorted (the same list whatever order the transitions came in)."""
+        return sorted({action for action in self._actions[: self._size] if action is not None})
+
     def memory_bytes(self) -> int:
         """Estimate of the memory the buffer holds: columns, strings and the table's containers."""
         arrays = (

@@ -55,3 +55,20 @@ def test_probe_script_scores_a_finished_run_and_its_policys_returns(tmp_path: Pa
         probe.main(["--config-name", "archer_20q", *overrides, "--policy-returns", "-1"])
     with pytest.raises(SystemExit):
         probe.main(["--config-name", "archer_20q", *overrides[:-1], f"run_dir={tmp_path / 'none'}"])
+
+
+def test_probe_script_fits_an_untrained_critic_to_optimal_values(tmp_path: Path) -> None:
+    probe = load_script("probe_critic.py")
+    overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={tmp_path / 'cache'}", *ARCHER_TINY, f"run_dir={tmp_path / 'run'}"]
+    args = ["--config-name", "archer_20q", *overrides, "--states", "4", "--fit-optimal", "6", "--fit-steps", "4"]
+    figures = probe.main([*args, "--fit-every", "2", "--fit-targets", "sampled"])
+    assert figures["probe/states"] == 4 and figures["fit/states"] == 6
+    # Each state: the repeat, a guess of each of the 10 words (one of them the repeat's word), questions.
+    assert figures["fit/examples"] >= 6 * 10 and figures["fit/loss"] >= 0.0
+    for key in ("probe/repeat_below_all_wrong", "probe/split_above_repeat"):
+        assert 0.0 <= figures[key] <= 1.0
+    assert not (tmp_path / "run").exists()  # no run is needed, and none is written
+    with pytest.raises(SystemExit):
+        probe.main([*args, "--states-from", "policy"])
+    with pytest.raises(SystemExit, match="words"):
+        probe.main([*args, "env=twenty_questions"])

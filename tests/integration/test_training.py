@@ -208,6 +208,18 @@ def test_exploring_rollouts_replace_moves_and_the_critic_still_trains(tmp_path: 
     assert len(fractions) == 2 and all(0 < f < 1 for f in fractions), fractions  # 4 games a turn: a coarse share
 
 
+def test_past_exploration_replays_moves_from_the_replay_buffer(tmp_path: Path) -> None:
+    explore = ["algorithm.rollout.explore_fraction=1.0", "algorithm.rollout.explore_sources=[past]"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *explore)
+    first = trainer.collect(1)
+    assert first["rollout/replaced_move_fraction"] == 0.0  # the buffer was empty: nothing to draw from
+    seen = trainer.buffer.distinct_actions()
+    assert seen
+    assert trainer.collect(2)["rollout/replaced_move_fraction"] == 1.0
+    second = trainer.buffer.get(list(range(int(first["buffer/transitions"]), len(trainer.buffer))))
+    assert second.actions and set(second.actions) <= set(seen)  # every move of the second batch is an old one
+
+
 def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
     algorithm = trainer.algorithm

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 from torch import nn
 
-from archer.critic_probe import pairwise_agreement, probe_critic
+from archer.critic_probe import fit_to_move_values, pairwise_agreement, probe_critic
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import INVALID, NO, YES
 from archer.envs.registry import make_env, make_oracle
@@ -183,3 +185,52 @@ def test_pairwise_agreement_counts_pairs_the_reference_separates() -> None:
     assert pairwise_agreement(table(scores), table(reference), [state], margin=0.5) == pytest.approx(0.8)
     with pytest.raises(ValueError, match="no two moves"):
         pairwise_agreement(table(scores), table(reference), [state], margin=10.0)
+
+
+class LearnableTable(nn.Module):
+    """Twin Q values that are free parameters, one pair per action text, starting at 0."""
+
+    def __init__(self, actions: list[str]) -> None:
+        super().__init__()
+        self.row = {action: i for i, action in enumerate(actions)}
+        self.q = nn.Parameter(torch.zeros(2, len(actions)))
+        self.frozen = nn.Parameter(torch.zeros(1), requires_grad=False)
+
+    def q_values(self, observations: list[str], actions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = torch.tensor([self.row[a] for a in actions])
+        return self.q[0, rows], self.q[1, rows]
+
+
+def test_fitting_to_move_values_moves_both_heads_to_the_targets_and_reports() -> None:
+    critic = LearnableTable(["A", "B"])
+    targets = {"A": -1.0, "B": -3.0}
+    reports = []
+    loss = fit_to_move_values(
+        critic,
+        [("h", "A"), ("h", "B")],
+        lambda observation, move: targets[move],
+        steps=300,
+        batch_size=4,
+        lr=0.05,
+        rng=random.Random(0),
+        every=100,
+        report=lambda step, loss: reports.append((step, loss)),
+    )
+    torch.testing.assert_close(critic.q.detach(), torch.tensor([[-1.0, -3.0], [-1.0, -3.0]]), atol=0.05, rtol=0)
+    assert [step for step, _ in reports] == [100, 200, 300] and reports[-1][1] == loss < reports[0][1]
+    assert critic.frozen.item() == 0.0  # only trainable parameters are optimised
+
+
+def test_fitting_draws_random_targets_afresh_and_converges_to_their_mean() -> None:
+    critic = LearnableTable(["A"])
+    draw = random.Random(1)
+    fit_to_move_values(critic, [("h", "A")], lambda o, m: draw.choice([0.0, -2.0]), 2000, 16, 0.01, random.Random(0))
+    assert critic.q.detach().mean().item() == pytest.approx(-1.0, abs=0.15)
+
+
+def test_fitting_refuses_bad_arguments() -> None:
+    critic = LearnableTable(["A"])
+    with pytest.raises(ValueError, match="at least one"):
+        fit_to_move_values(critic, [], lambda o, m: 0.0, 1, 1, 0.1, random.Random(0))
+    with pytest.raises(ValueError, match="positive"):
+        fit_to_move_values(critic, [("h", "A")], lambda o, m: 0.0, 0, 1, 0.1, random.Random(0))

@@ -86,3 +86,46 @@ def test_only_algorithms_with_an_utterance_critic_may_explore() -> None:
         compose_run("ppo_20q", ["algorithm.rollout.explore_fraction=0.2"]).validate()
     with pytest.raises(ConfigError, match=r"algorithm.rollout.explore_fraction: must be in \[0, 1\]"):
         compose_run("archer_20q", ["algorithm.rollout.explore_fraction=-0.1"]).validate()
+
+
+def test_past_moves_are_drawn_from_the_given_pool_with_their_ids() -> None:
+    env = TwentyQuestionsEnv(SUBSET_WORDS, NoOracle(), batch_size=4, max_turns=6, seed=0)
+    pool = [("Is it a dog?", [7, 8]), ("Is it red?", None)]
+    actor = ExploringActor(CountingActor(), 1.0, np.random.default_rng(0), sources=("past",), past=pool)
+    games = collect_trajectories(env, actor, num_episodes=4)
+    played = [(text, ids) for game in games for text, ids in zip(game.actions, game.action_token_ids, strict=True)]
+    assert actor.count.replaced == actor.count.moves == len(played) == 4 * 6
+    # A pool move keeps its ids; one without ids is recorded with none (only PPO reads ids, and it cannot explore).
+    assert all((text, list(ids)) in [("Is it a dog?", [7, 8]), ("Is it red?", [])] for text, ids in played)
+    assert {text for text, _ in played} == {"Is it a dog?", "Is it red?"}  # 24 draws: both come up
+
+
+def test_past_with_an_empty_pool_falls_back_to_the_other_sources_or_keeps_the_move() -> None:
+    env = TwentyQuestionsEnv(SUBSET_WORDS, NoOracle(), batch_size=4, max_turns=3, seed=0)
+    alone = ExploringActor(CountingActor(), 1.0, np.random.default_rng(0), sources=("past",), past=[])
+    games = collect_trajectories(env, alone, num_episodes=4)
+    assert alone.count.replaced == 0
+    assert [g.actions[0] for g in games] == [f"Is it move 0 of game {slot}?" for slot in range(4)]
+
+
+def test_default_sources_draw_the_same_moves_as_before_past_existed() -> None:
+    """Adding ``past`` to the choice must not change what a seed replaces when ``past`` is not configured."""
+    games, _ = play(0.3, seed=1, games=8)
+    env = TwentyQuestionsEnv(SUBSET_WORDS, NoOracle(), batch_size=8, max_turns=6, seed=0)
+    explicit = ExploringActor(
+        CountingActor(), 0.3, np.random.default_rng(1), sources=("repeat", "other"), past=[("Is it a cat?", [1])]
+    )
+    again = collect_trajectories(env, explicit, num_episodes=8)
+    assert [g.actions for g in games] == [g.actions for g in again]
+
+
+def test_exploration_sources_are_checked() -> None:
+    compose_run("archer_20q", ["algorithm.rollout.explore_sources=[repeat,past]"]).validate()
+    with pytest.raises(ConfigError, match="algorithm.rollout.explore_sources: got 'random'"):
+        compose_run("archer_20q", ["algorithm.rollout.explore_sources=[repeat,random]"]).validate()
+    with pytest.raises(ConfigError, match="algorithm.rollout.explore_sources: must name at least one"):
+        compose_run("archer_20q", ["algorithm.rollout.explore_sources=[]"]).validate()
+    with pytest.raises(ConfigError, match="algorithm.rollout.explore_sources: names a source twice"):
+        compose_run("archer_20q", ["algorithm.rollout.explore_sources=[past,past]"]).validate()
+    with pytest.raises(ValueError, match="exploration sources"):
+        ExploringActor(CountingActor(), 0.5, np.random.default_rng(0), sources=("everything",))
