@@ -18,13 +18,18 @@ from archer.envs.twenty_questions.probe import ProbeState
 from archer.models.critic import DoubleCritic
 
 
-@torch.no_grad()
 def move_values(critic: DoubleCritic, observation: str, moves: Sequence[str]) -> list[float]:
     """``min(Q1, Q2)(observation, move)`` for each of ``moves``, in eval mode and without gradient."""
+    return pair_values(critic, [observation] * len(moves), moves)
+
+
+@torch.no_grad()
+def pair_values(critic: DoubleCritic, observations: Sequence[str], moves: Sequence[str]) -> list[float]:
+    """``min(Q1, Q2)`` of each (observation, move) pair, in eval mode and without gradient."""
     was_training = critic.training
     critic.eval()
     try:
-        q1, q2 = critic.q_values([observation] * len(moves), list(moves))
+        q1, q2 = critic.q_values(list(observations), list(moves))
     finally:
         critic.train(was_training)
     return torch.minimum(q1, q2).float().cpu().tolist()
@@ -102,13 +107,14 @@ def pairwise_agreement(score: MoveScorer, reference: MoveScorer, states: Sequenc
 def fit_to_move_values(
     critic: DoubleCritic,
     examples: Sequence[tuple[str, str]],
-    target: Callable[[str, str], float],
+    targets: Callable[[list[tuple[str, str]]], Sequence[float]],
     steps: int,
     batch_size: int,
     lr: float,
     rng: random.Random,
     every: int = 0,
     report: Callable[[int, float], None] | None = None,
+    after_step: Callable[[], None] | None = None,
 ) -> float:
     """Regress both Q heads of ``critic`` on known move values: can its architecture represent them at all?
 
@@ -118,9 +124,11 @@ def fit_to_move_values(
     Args:
         critic: trained in place (its trainable parameters, with Adam at ``lr``); left in train mode.
         examples: ``(observation, move)`` pairs, drawn uniformly with replacement, ``batch_size`` per step.
-        target: the value to regress on for a pair; called afresh at every draw, so it may be a random sample.
+        targets: the values to regress on for a batch of pairs, one per pair, computed afresh for every batch (so
+            they may be random samples, or read a target network that moves).
         steps: gradient steps.
         every: call ``report(step, loss)`` every ``every`` steps (0: never).
+        after_step: called after every optimiser step (a Polyak update of a target network, say).
 
     Returns:
         The last step's mean squared error (of the two heads, summed).
@@ -139,11 +147,13 @@ def fit_to_move_values(
     for step in range(1, steps + 1):
         batch = [examples[rng.randrange(len(examples))] for _ in range(batch_size)]
         q1, q2 = critic.q_values([observation for observation, _ in batch], [move for _, move in batch])
-        values = torch.tensor([target(observation, move) for observation, move in batch], dtype=q1.dtype)
+        values = torch.as_tensor(list(targets(batch)), dtype=q1.dtype)
         loss = torch.nn.functional.mse_loss(q1, values) + torch.nn.functional.mse_loss(q2, values)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        if after_step is not None:
+            after_step()
         loss_value = loss.item()
         if report is not None and every and step % every == 0:
             report(step, loss_value)

@@ -25,9 +25,12 @@ than ``--margin``) that the critic orders as the returns do.
 builds the critic untrained (no run needed), regresses its Q heads on the game's exact optimal move values
 (``archer.envs.twenty_questions.optimal``; the 10-word subset) at N script-played states none of which is a probe
 state, each with the repeat, a guess of every word and some questions, for ``--fit-steps`` steps of the run's
-critic batch size and learning rate, and probes it every ``--fit-every`` steps. ``--fit-targets sampled`` regresses
-on one played move's ``r + gamma V*(s')`` instead (the noise of a single transition, as TD sees it). A critic that
-passes here and fails after a run is limited by what its training gives it, not by what it can represent.
+critic batch size and learning rate, and probes it every ``--fit-every`` steps. Other ``--fit-targets`` keep the
+examples and change only the target: ``sampled`` is one played move's ``r + gamma V*(s')`` (the noise of a single
+transition, as TD sees it); ``bootstrapped`` is ``r + gamma max_a' Qbar(s', a')`` from the critic's own Polyak
+target (TD's bootstrapping, towards optimal play); ``policy`` scores the next state at a sample of the run's
+starting policy instead of its best move (ArCHer's target: the values of that policy). A critic that passes here
+and fails after a run is limited by what its training gives it, not by what it can represent.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import math
 import random
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -48,20 +51,31 @@ from tqdm.auto import tqdm
 
 from archer.checkpointing import CHECKPOINT_FILE
 from archer.cli import compose_run_config
-from archer.critic_probe import fit_to_move_values, move_values, pairwise_agreement, probe_critic, probe_scores
+from archer.critic_probe import (
+    fit_to_move_values,
+    move_values,
+    pair_values,
+    pairwise_agreement,
+    probe_critic,
+    probe_scores,
+)
 from archer.data.rollout import collect_trajectories
 from archer.envs.registry import make_env, make_oracle
 from archer.envs.twenty_questions.env import TwentyQuestionsEnv
 from archer.envs.twenty_questions.facts import PROPERTY_PHRASINGS
 from archer.envs.twenty_questions.optimal import OptimalValues
+from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle, names_word
 from archer.envs.twenty_questions.probe import (
     ProbeState,
     history_turns,
     policy_move_returns,
+    possible_words,
     probe_states,
     probe_states_from_games,
+    splitting_questions,
 )
 from archer.envs.twenty_questions.questioners import guess_phrasings
+from archer.models.critic import DoubleCritic, soft_update
 from archer.trainer import Trainer, build_trainer
 
 log = logging.getLogger("probe_critic")
@@ -107,9 +121,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--fit-every", type=int, default=500, help="with --fit-optimal: probe every this many steps")
     parser.add_argument(
         "--fit-targets",
-        choices=("exact", "sampled"),
+        choices=("exact", "sampled", "bootstrapped", "policy"),
         default="exact",
-        help="with --fit-optimal: Q* itself, or one transition's r + gamma V*(s') drawn afresh each time",
+        help="with --fit-optimal: Q* itself; one transition's r + gamma V*(s') drawn afresh each time; or "
+        "r + gamma max_a' Qbar(s', a') from the critic's own Polyak target (fitted Q-iteration); or "
+        "r + gamma Qbar(s', a~) at a sample a~ of the run's starting policy (ArCHer's target)",
     )
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -180,15 +196,32 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         moves = [state.repeat, *(guess_phrasings(word)[0] for word in env.words), *questions]
         examples.extend((state.observation, move) for move in dict.fromkeys(moves))
     masks = {observation: values.possible(history_turns(observation)) for observation, _ in examples}
+    critic = algorithm.critic
+    after_step = None
     if args.fit_targets == "exact":
 
-        def target(observation: str, move: str) -> float:
-            return values.move_value(masks[observation], move)
+        def targets(batch: list[tuple[str, str]]) -> list[float]:
+            return [values.move_value(masks[observation], move) for observation, move in batch]
+
+    elif args.fit_targets == "sampled":
+
+        def targets(batch: list[tuple[str, str]]) -> list[float]:
+            return [values.sampled_move_value(masks[observation], move, rng) for observation, move in batch]
 
     else:
+        target_critic = algorithm.target_critic
+        tau = trainer.cfg.algorithm.critic.tau
+        sample_moves = None
+        if args.fit_targets == "policy":
 
-        def target(observation: str, move: str) -> float:
-            return values.sampled_move_value(masks[observation], move, rng)
+            def sample_moves(observations: list[str]) -> list[str]:
+                return list(algorithm.act(observations, greedy=False))
+
+        gamma = trainer.cfg.algorithm.critic.gamma
+        targets = bootstrapped_targets(env, target_critic, gamma, rng, sample_moves)
+
+        def after_step() -> None:
+            soft_update(target_critic, critic, tau)
 
     critic = algorithm.critic
     figures: dict[str, float] = {}
@@ -199,12 +232,72 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
 
     cfg = trainer.cfg.algorithm
     states = min(len(pool), args.fit_optimal)
-    log.info("fitting to %s optimal values: %d examples at %d states", args.fit_targets, len(examples), states)
+    log.info("fitting to %s targets: %d examples at %d states", args.fit_targets, len(examples), states)
     loss = fit_to_move_values(
-        critic, examples, target, args.fit_steps, cfg.critic_batch_size, cfg.critic.lr, rng, args.fit_every, report
+        critic,
+        examples,
+        targets,
+        args.fit_steps,
+        cfg.critic_batch_size,
+        cfg.critic.lr,
+        rng,
+        args.fit_every,
+        report,
+        after_step,
     )
     figures.update(probe_critic(critic, probe))
     return figures | {"fit/loss": loss, "fit/states": float(states), "fit/examples": float(len(examples))}
+
+
+def bootstrapped_targets(
+    env: TwentyQuestionsEnv,
+    target_critic: DoubleCritic,
+    gamma: float,
+    rng: random.Random,
+    sample_moves: Callable[[list[str]], list[str]] | None = None,
+) -> Callable[[list[tuple[str, str]]], list[float]]:
+    """TD targets with the critic's own values: each move is played once against a hidden word drawn among those
+    the history allows, and scored ``r + gamma * max_a' min(Qbar1, Qbar2)(s', a')`` over the next state's guesses
+    of every word and its four most even splitting questions (0 when the guess wins): fitted Q-iteration towards
+    optimal play, on the same examples as the exact fit, so only the bootstrapping differs. With ``sample_moves``
+    (next observations in, one move each out: a policy's samples), ``a'`` is that move instead of the best one:
+    ArCHer's ``r + gamma Vbar(s')`` with ``Vbar(s') = Qbar(s', a~)``, the values of that policy."""
+    oracle = KnowledgeBaseOracle()
+    words = env.words
+
+    def targets(batch: list[tuple[str, str]]) -> list[float]:
+        rewards, nexts, moves_at = [], [], []
+        for observation, move in batch:
+            history = history_turns(observation)
+            possible = possible_words(observation, words)
+            secret = rng.choice(possible)
+            if names_word(move, secret):
+                rewards.append(0.0)
+                nexts.append(None)
+                moves_at.append([])
+                continue
+            answer = oracle.answer([secret], [move])[0]
+            rewards.append(-1.0)
+            nexts.append(f"{observation}{move} {answer}\n")
+            after = [*history, (move, answer)]
+            if sample_moves is None:
+                moves_at.append([guess_phrasings(word)[0] for word in words] + splitting_questions(after, words)[:4])
+            else:
+                moves_at.append([])  # filled below, one sample per next state
+        if sample_moves is not None:
+            live = [i for i, n in enumerate(nexts) if n is not None]
+            for i, sampled in zip(live, sample_moves([nexts[i] for i in live]) if live else [], strict=True):
+                moves_at[i] = [sampled]
+        rows = [(n, m) for n, moves in zip(nexts, moves_at, strict=True) if n is not None for m in moves]
+        scores = pair_values(target_critic, [n for n, _ in rows], [m for _, m in rows]) if rows else []
+        out, k = [], 0
+        for reward, moves in zip(rewards, moves_at, strict=True):
+            best = max(scores[k : k + len(moves)]) if moves else 0.0
+            k += len(moves)
+            out.append(reward + (gamma * best if moves else 0.0))
+        return out
+
+    return targets
 
 
 def policy_probe_states(

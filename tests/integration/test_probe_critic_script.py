@@ -68,7 +68,51 @@ def test_probe_script_fits_an_untrained_critic_to_optimal_values(tmp_path: Path)
     for key in ("probe/repeat_below_all_wrong", "probe/split_above_repeat"):
         assert 0.0 <= figures[key] <= 1.0
     assert not (tmp_path / "run").exists()  # no run is needed, and none is written
+    bootstrapped = probe.main([*args, "--fit-targets", "bootstrapped"])
+    assert bootstrapped["fit/examples"] == figures["fit/examples"] and bootstrapped["fit/loss"] >= 0.0
     with pytest.raises(SystemExit):
         probe.main([*args, "--states-from", "policy"])
     with pytest.raises(SystemExit, match="words"):
         probe.main([*args, "env=twenty_questions"])
+
+
+def test_bootstrapped_targets_are_r_plus_gamma_times_the_best_next_move_by_hand() -> None:
+    import random
+
+    import torch
+    from torch import nn
+
+    from archer.envs.registry import make_env, make_oracle
+    from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
+
+    class Table(nn.Module):
+        """min(Q1, Q2) looked up by move: guesses -2 (a pen -0.5), questions -3; Q2 = Q1 + 1, so min is Q1."""
+
+        def q_values(self, observations, actions):
+            q1 = torch.tensor(
+                [-0.5 if a == "Is it a pen?" else -2.0 if a.startswith("Is it a") else -3.0 for a in actions]
+            )
+            return q1, q1 + 1.0
+
+    probe = load_script("probe_critic.py")
+    cfg = TwentyQuestionsEnvConfig(words="subset10")
+    env = make_env(cfg, seed=0, oracle=make_oracle(cfg))
+    targets = probe.bootstrapped_targets(env, Table(), 0.9, random.Random(0))
+    # "Is it a dog?" from the opening: a win (0) when the dog is hidden, else -1 + 0.9 * max(-0.5, ...) = -1.45.
+    draws = targets([("Questions:\n", "Is it a dog?")] * 400)
+    assert {round(value, 6) for value in draws} == {0.0, -1.45}
+    assert 0.04 < draws.count(0.0) / 400 < 0.18  # one word in ten
+    # After "Is it alive? Yes." only the dog is possible: the guess always wins.
+    assert targets([("Questions:\nIs it alive? Yes.\n", "Is it a dog?")] * 5) == [0.0] * 5
+    # A question never wins: -1 + 0.9 * -0.5 whatever the answer.
+    assert targets([("Questions:\n", "Is it alive?")] * 5) == [pytest.approx(-1.45)] * 5
+    # With a policy's samples, the next state is scored at the sampled move, not the best: -1 + 0.9 * -3 = -3.7.
+    asked = []
+
+    def policy(observations):
+        asked.extend(observations)
+        return ["Does it bark?"] * len(observations)
+
+    sampled = probe.bootstrapped_targets(env, Table(), 0.9, random.Random(0), policy)
+    assert sampled([("Questions:\n", "Does it have wool?")] * 3) == [pytest.approx(-3.7)] * 3
+    assert asked == ["Questions:\nDoes it have wool? No.\n"] * 3  # the next observations, as the env shows them

@@ -208,7 +208,7 @@ def test_fitting_to_move_values_moves_both_heads_to_the_targets_and_reports() ->
     loss = fit_to_move_values(
         critic,
         [("h", "A"), ("h", "B")],
-        lambda observation, move: targets[move],
+        lambda batch: [targets[move] for _, move in batch],
         steps=300,
         batch_size=4,
         lr=0.05,
@@ -224,13 +224,24 @@ def test_fitting_to_move_values_moves_both_heads_to_the_targets_and_reports() ->
 def test_fitting_draws_random_targets_afresh_and_converges_to_their_mean() -> None:
     critic = LearnableTable(["A"])
     draw = random.Random(1)
-    fit_to_move_values(critic, [("h", "A")], lambda o, m: draw.choice([0.0, -2.0]), 2000, 16, 0.01, random.Random(0))
+    steps = []
+    fit_to_move_values(
+        critic,
+        [("h", "A")],
+        lambda batch: [draw.choice([0.0, -2.0]) for _ in batch],
+        2000,
+        16,
+        0.01,
+        random.Random(0),
+        after_step=lambda: steps.append(1),
+    )
+    assert len(steps) == 2000
     assert critic.q.detach().mean().item() == pytest.approx(-1.0, abs=0.15)
 
 
 def test_fitting_refuses_bad_arguments() -> None:
     critic = LearnableTable(["A"])
     with pytest.raises(ValueError, match="at least one"):
-        fit_to_move_values(critic, [], lambda o, m: 0.0, 1, 1, 0.1, random.Random(0))
+        fit_to_move_values(critic, [], lambda batch: [0.0] * len(batch), 1, 1, 0.1, random.Random(0))
     with pytest.raises(ValueError, match="positive"):
-        fit_to_move_values(critic, [("h", "A")], lambda o, m: 0.0, 0, 1, 0.1, random.Random(0))
+        fit_to_move_values(critic, [("h", "A")], lambda batch: [0.0] * len(batch), 0, 1, 0.1, random.Random(0))

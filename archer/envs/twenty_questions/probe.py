@@ -69,6 +69,14 @@ def _splitting_properties(knowledge: GreedyQuestioner, mask: int, asked: set[str
     return [prop for _, _, prop in sorted(scored)]
 
 
+def splitting_questions(history: Sequence[tuple[str, str]], words: Sequence[Word]) -> list[str]:
+    """Property questions not asked in ``history`` that split the words it still allows, most even split first."""
+    knowledge = _knowledge(tuple(words))
+    asked = {parse_question(question).prop for question, _ in history}
+    props = _splitting_properties(knowledge, knowledge.consistent(history), asked)
+    return [PROPERTY_PHRASINGS[prop][0].text for prop in props]
+
+
 def probe_state(
     observation: str, history: Sequence[tuple[str, str]], secret: Word, words: Sequence[Word]
 ) -> ProbeState | None:
