@@ -96,8 +96,7 @@ def probe_state(
     if secret.name not in names or not possible >> names.index(secret.name) & 1:
         return None
     others = [word for i, word in enumerate(words) if possible >> i & 1 and word.name != secret.name]
-    asked = {parse_question(question).prop for question, _ in history}
-    splitting = _splitting_properties(knowledge, possible, asked)
+    splitting = splitting_questions(history, words)
     if not others or not splitting:
         return None
     return ProbeState(
@@ -105,7 +104,7 @@ def probe_state(
         secret=secret.name,
         repeat=history[-1][0],
         other_wrong_guesses=tuple(guess_phrasings(word)[0] for word in others),
-        splitting_questions=tuple(PROPERTY_PHRASINGS[prop][0].text for prop in splitting),
+        splitting_questions=tuple(splitting),
     )
 
 
