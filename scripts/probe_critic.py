@@ -23,8 +23,10 @@ than ``--margin``) that the critic orders as the returns do.
 
 ``--fit-optimal N`` asks a different question: can the configured critic's architecture rank the moves at all? It
 builds the critic untrained (no run needed), regresses its Q heads on the game's exact optimal move values
-(``archer.envs.twenty_questions.optimal``; the 10-word subset) at N script-played states none of which is a probe
-state, each with the repeat, a guess of every word and some questions, for ``--fit-steps`` steps of the run's
+(``archer.envs.twenty_questions.optimal``; the 10-word subset) at N states none of which is a probe state (played
+as ``--states-from`` says: by the script, or by the run's starting policy), each with the repeat, a guess of every
+word and some questions (``--fit-moves M``: M of them drawn per state, as a buffer holds few moves per state),
+for ``--fit-steps`` steps of the run's
 critic batch size and learning rate, and probes it every ``--fit-every`` steps. Other ``--fit-targets`` keep the
 examples and change only the target: ``sampled`` is one played move's ``r + gamma V*(s')`` (the noise of a single
 transition, as TD sees it); ``bootstrapped`` is ``r + gamma max_a' Qbar(s', a')`` from the critic's own Polyak
@@ -120,6 +122,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--fit-steps", type=int, default=1500, help="with --fit-optimal: gradient steps (1500)")
     parser.add_argument("--fit-every", type=int, default=500, help="with --fit-optimal: probe every this many steps")
     parser.add_argument(
+        "--fit-moves",
+        type=int,
+        default=0,
+        metavar="M",
+        help="with --fit-optimal: keep M moves drawn at random per fitted state, as a replay buffer holds one or two "
+        "moves per state (0: all of them)",
+    )
+    parser.add_argument(
         "--fit-targets",
         choices=("exact", "sampled", "bootstrapped", "policy"),
         default="exact",
@@ -127,18 +137,26 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         "r + gamma max_a' Qbar(s', a') from the critic's own Polyak target (fitted Q-iteration); or "
         "r + gamma Qbar(s', a~) at a sample a~ of the run's starting policy (ArCHer's target)",
     )
+    parser.add_argument(
+        "--fit-sample-once",
+        action="store_true",
+        help="with --fit-targets policy: draw the policy's move at each next state once and keep it (as the "
+        "trainer's algorithm.v_target_pool draws its samples once per critic phase), not afresh at every use",
+    )
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.states <= 0:
         parser.error(f"--states must be positive, got {args.states}")
     if args.policy_returns < 0:
         parser.error(f"--policy-returns must be >= 0, got {args.policy_returns}")
-    if args.fit_optimal < 0 or args.fit_steps <= 0 or args.fit_every < 0:
-        parser.error("--fit-optimal and --fit-every must be >= 0, --fit-steps positive")
-    if args.fit_optimal and (args.policy_returns or args.states_from == "policy" or args.online):
-        parser.error(
-            "--fit-optimal probes a freshly fitted critic: no --policy-returns, --states-from policy, --online"
-        )
+    if args.fit_optimal < 0 or args.fit_steps <= 0 or args.fit_every < 0 or args.fit_moves < 0:
+        parser.error("--fit-optimal, --fit-every and --fit-moves must be >= 0, --fit-steps positive")
+    if args.fit_optimal and (args.policy_returns or args.online):
+        parser.error("--fit-optimal probes a freshly fitted critic: no --policy-returns, --online")
+    if (args.fit_moves or args.fit_sample_once) and not args.fit_optimal:
+        parser.error("--fit-moves and --fit-sample-once shape a fit: give --fit-optimal N")
+    if args.fit_sample_once and args.fit_targets != "policy":
+        parser.error("--fit-sample-once keeps the policy's samples: only with --fit-targets policy")
     cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
     if not cfg.algorithm.uses_critic:
         parser.error(f"--config-name {args.config_name}: its algorithm has no utterance critic to probe")
@@ -183,18 +201,31 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         values = OptimalValues(env.words, trainer.cfg.algorithm.critic.gamma)
     except ValueError as error:
         raise SystemExit(f"--fit-optimal: {error} (play env=twenty_questions_subset)") from error
-    probe = probe_states(env, args.states, args.seed)
+    if args.states_from == "script":
+        probe = probe_states(env, args.states, args.seed)
+        drawn = probe_states(env, 4 * args.fit_optimal, args.seed + 1)
+    else:
+        probe = policy_probe_states(trainer, env, args.states, args.seed, args.max_games)
+        drawn = policy_probe_states(trainer, env, 4 * args.fit_optimal, args.seed + 1, 4 * args.max_games)
     held_out = {state.observation for state in probe}
     rng = random.Random(args.seed)
     examples = []
     # Probe states repeat (few words, few questions): draw more and keep those the probe does not score.
-    pool = [s for s in probe_states(env, 4 * args.fit_optimal, args.seed + 1) if s.observation not in held_out]
+    pool = [s for s in drawn if s.observation not in held_out]
+    if args.fit_moves:
+        # Few moves per state stand for a buffer's many distinct states: no state twice.
+        pool = list({state.observation: state for state in pool}.values())
     if not pool:
-        raise SystemExit("--fit-optimal: every state drawn is a probe state; lower --states")
+        raise SystemExit(
+            "--fit-optimal: no state to fit that the probe does not score; lower --states "
+            "(or, with --states-from policy, raise --max-games)"
+        )
     for state in pool[: args.fit_optimal]:
         questions = list(state.splitting_questions[:4]) + rng.sample(ALL_QUESTIONS, 3)
-        moves = [state.repeat, *(guess_phrasings(word)[0] for word in env.words), *questions]
-        examples.extend((state.observation, move) for move in dict.fromkeys(moves))
+        moves = list(dict.fromkeys([state.repeat, *(guess_phrasings(word)[0] for word in env.words), *questions]))
+        if args.fit_moves:
+            moves = rng.sample(moves, min(args.fit_moves, len(moves)))
+        examples.extend((state.observation, move) for move in moves)
     masks = {observation: values.possible(history_turns(observation)) for observation, _ in examples}
     critic = algorithm.critic
     after_step = None
@@ -216,6 +247,9 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
 
             def sample_moves(observations: list[str]) -> list[str]:
                 return list(algorithm.act(observations, greedy=False))
+
+            if args.fit_sample_once:
+                sample_moves = drawn_once(sample_moves)
 
         gamma = trainer.cfg.algorithm.critic.gamma
         targets = bootstrapped_targets(env, target_critic, gamma, rng, sample_moves)
@@ -247,6 +281,20 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
     )
     figures.update(probe_critic(critic, probe))
     return figures | {"fit/loss": loss, "fit/states": float(states), "fit/examples": float(len(examples))}
+
+
+def drawn_once(sample_moves: Callable[[list[str]], list[str]]) -> Callable[[list[str]], list[str]]:
+    """``sample_moves`` (observations in, one move each out) drawing once per distinct observation: later calls
+    reuse the move first drawn there."""
+    drawn: dict[str, str] = {}
+
+    def once(observations: list[str]) -> list[str]:
+        new = list(dict.fromkeys(o for o in observations if o not in drawn))
+        if new:
+            drawn.update(zip(new, sample_moves(new), strict=True))
+        return [drawn[observation] for observation in observations]
+
+    return once
 
 
 def bootstrapped_targets(

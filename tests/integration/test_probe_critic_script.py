@@ -70,8 +70,14 @@ def test_probe_script_fits_an_untrained_critic_to_optimal_values(tmp_path: Path)
     assert not (tmp_path / "run").exists()  # no run is needed, and none is written
     bootstrapped = probe.main([*args, "--fit-targets", "bootstrapped"])
     assert bootstrapped["fit/examples"] == figures["fit/examples"] and bootstrapped["fit/loss"] >= 0.0
+    # Two moves per state, as a replay buffer holds, at distinct states.
+    sparse = probe.main([*args, "--fit-moves", "2"])
+    assert sparse["fit/examples"] == 2 * sparse["fit/states"] and 0 < sparse["fit/states"] <= 6
+    for wrong in (["--fit-moves", "-1"], ["--fit-sample-once"]):  # the second without --fit-targets policy
+        with pytest.raises(SystemExit):
+            probe.main([*args, *wrong])
     with pytest.raises(SystemExit):
-        probe.main([*args, "--states-from", "policy"])
+        probe.main([*args, "--online"])
     with pytest.raises(SystemExit, match="words"):
         probe.main([*args, "env=twenty_questions"])
 
@@ -116,3 +122,18 @@ def test_bootstrapped_targets_are_r_plus_gamma_times_the_best_next_move_by_hand(
     sampled = probe.bootstrapped_targets(env, Table(), 0.9, random.Random(0), policy)
     assert sampled([("Questions:\n", "Does it have wool?")] * 3) == [pytest.approx(-3.7)] * 3
     assert asked == ["Questions:\nDoes it have wool? No.\n"] * 3  # the next observations, as the env shows them
+
+
+def test_drawn_once_asks_the_policy_once_per_distinct_state() -> None:
+    probe = load_script("probe_critic.py")
+    asked: list[list[str]] = []
+
+    def policy(observations: list[str]) -> list[str]:
+        asked.append(list(observations))
+        return [f"move {len(asked)} at {o}" for o in observations]
+
+    once = probe.drawn_once(policy)
+    assert once(["a", "b", "a"]) == ["move 1 at a", "move 1 at b", "move 1 at a"]
+    assert once(["b", "c"]) == ["move 1 at b", "move 2 at c"]
+    assert once(["c", "a"]) == ["move 2 at c", "move 1 at a"]
+    assert asked == [["a", "b"], ["c"]]
