@@ -257,7 +257,6 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         def after_step() -> None:
             soft_update(target_critic, critic, tau)
 
-    critic = algorithm.critic
     figures: dict[str, float] = {}
 
     def report(step: int, loss: float) -> None:
