@@ -168,6 +168,11 @@ class TurnReaderConfig:
             carries the cosine similarity between its utterance and the action (from the line encoder), so whether
             the action repeats an earlier question, and what that question was answered, is one feature away
             instead of an equality test the reader would have to learn from TD targets. Off by default.
+        repeat_similarity: every turn, history lines and action alike, also carries its utterance's highest cosine
+            similarity to any earlier turn's utterance, so the V heads (which read no action) see that a line
+            repeats an earlier question and ruled nothing out; ``action_similarity`` shows that only to Q. The Q
+            target is ``r + gamma Vbar(s')``: a repeat's next state must read differently from a new question's
+            for the target to rank the two. Off by default.
     """
 
     separator: str = "\n"
@@ -177,6 +182,7 @@ class TurnReaderConfig:
     n_head: int = 4
     reply_separator: str | None = None
     action_similarity: bool = False
+    repeat_similarity: bool = False
 
     def validate(self, prefix: str) -> None:
         check(len(self.separator) > 0, f"{prefix}.separator", "must not be empty")

@@ -256,6 +256,7 @@ def build_critic(cfg: CriticConfig, cache_dir: str, corpus: Callable[[], list[st
             reader.n_head,
             reader.reply_separator,
             reader.action_similarity,
+            reader.repeat_similarity,
         )
     critic = DoubleCritic(encoder, cfg.head_hidden_dim, cfg.q_input)
     return critic.to(getattr(torch, cfg.dtype))

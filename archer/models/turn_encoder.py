@@ -43,6 +43,12 @@ class TurnEncoder(nn.Module):
     map): the Q heads then see directly whether the action repeats an earlier turn and, in the same vector, what
     reply that turn got, instead of having to learn an equality test inside attention from TD targets alone.
 
+    With ``repeat_similarity``, every turn (history lines and an appended action alike) also carries its utterance's
+    highest cosine to any earlier turn's utterance, through its own small learned map: the V heads, which read the
+    history without an action, then see that a line repeats an earlier question (and so ruled nothing out), which
+    ``action_similarity`` shows only to Q. A next state's value reached after a repeat must be told from one
+    reached after a new question for the bootstrapped Q target to rank the two moves.
+
     Args:
         line_encoder: encodes single lines into (N, H) vectors.
         separator: what ends a line in the environment's observations.
@@ -52,6 +58,7 @@ class TurnEncoder(nn.Module):
         n_head: attention heads (must divide ``n_embd``).
         reply_separator: what divides a line into utterance and reply; ``None`` reads each line whole.
         action_similarity: give each earlier turn its utterance's similarity to the action (see above).
+        repeat_similarity: give each turn its utterance's highest similarity to an earlier turn's (see above).
     """
 
     def __init__(
@@ -64,6 +71,7 @@ class TurnEncoder(nn.Module):
         n_head: int = 4,
         reply_separator: str | None = None,
         action_similarity: bool = False,
+        repeat_similarity: bool = False,
     ) -> None:
         super().__init__()
         if not separator:
@@ -82,6 +90,9 @@ class TurnEncoder(nn.Module):
         if action_similarity:
             # A small non-linear map, so that "equal" (cosine 1) can be told from "much alike" (0.9).
             self.similarity = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Linear(16, n_embd))
+        self.repeat_similarity = repeat_similarity
+        if repeat_similarity:
+            self.repeat = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Linear(16, n_embd))
         self.position = nn.Embedding(max_turns + 1, n_embd)  # position 0 is the summary's
         self.summary = nn.Parameter(torch.randn(n_embd) * 0.02)
         layer = nn.TransformerEncoderLayer(n_embd, n_head, 4 * n_embd, dropout=0.0, batch_first=True)
@@ -160,6 +171,10 @@ class TurnEncoder(nn.Module):
                 turn_vectors = turn_vectors + self.similarity(
                     self._action_similarities(encoded_utterances, index, per_text, with_action).unsqueeze(-1)
                 )
+            if self.repeat_similarity:
+                turn_vectors = turn_vectors + self.repeat(
+                    self._repeat_similarities(encoded_utterances, index).unsqueeze(-1)
+                )
             turns_in = turn_vectors + self.position.weight[1 : 1 + width]
             tokens = torch.cat([tokens, turns_in], dim=1)
         return self.transformer(tokens, src_key_padding_mask=padding)[:, 0]
@@ -188,3 +203,22 @@ class TurnEncoder(nn.Module):
         earlier = columns < last.unsqueeze(1)
         has_action = torch.tensor(with_action, device=index.device).unsqueeze(1)
         return cosine.masked_fill(~(earlier & has_action), 0.0)
+
+    @staticmethod
+    def _repeat_similarities(encoded: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """(B, T) each turn's highest cosine to an earlier turn's utterance in its text; 0 at the first turn.
+
+        Padding turns come after a text's last turn, so they are never an earlier turn of a real one; their own
+        values are read by no one (attention masks them).
+
+        Args:
+            encoded: (N, H) line-encoder vectors of the distinct utterances.
+            index: (B, T) row of ``encoded`` for each turn.
+        """
+        unit = torch.nn.functional.normalize(encoded, dim=-1)
+        turns = unit[index]  # (B, T, H)
+        cosine = turns @ turns.transpose(1, 2)  # (B, T, T): [b, t, j] = cos(turn t, turn j)
+        width = index.shape[1]
+        earlier = torch.ones(width, width, dtype=torch.bool, device=index.device).tril(diagonal=-1)
+        best = cosine.masked_fill(~earlier, float("-inf")).amax(dim=-1)
+        return torch.where(torch.isinf(best), torch.zeros_like(best), best)

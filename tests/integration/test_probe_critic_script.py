@@ -8,7 +8,11 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
+from archer.data.trajectory import TransitionBatch
+from archer.envs.twenty_questions.optimal import OptimalValues
+from archer.envs.twenty_questions.words import SUBSET_WORDS
 from tests.conftest import TINY_RUN_OVERRIDES, load_script
 from tests.integration.test_training import ARCHER_TINY, tiny_archer
 
@@ -137,3 +141,53 @@ def test_drawn_once_asks_the_policy_once_per_distinct_state() -> None:
     assert once(["b", "c"]) == ["move 1 at b", "move 2 at c"]
     assert once(["c", "a"]) == ["move 2 at c", "move 1 at a"]
     assert asked == [["a", "b"], ["c"]]
+
+
+def test_fit_buffer_targets_by_hand() -> None:
+    fit = load_script("fit_buffer_critic.py")
+    # Three words, gamma 0.5 (tests/unit/test_optimal_values.py): V*({dog, banana, truck}) = -5/6, V* of two
+    # words -0.5, of one 0.
+    words = [word for word in SUBSET_WORDS if word.name in ("dog", "banana", "truck")]
+    values = OptimalValues(words, gamma=0.5)
+    start = "Questions:\n"
+    not_animal = start + "Is it an animal? No.\n"
+    batch = TransitionBatch(
+        observations=[start, start, not_animal],
+        actions=["Is it an animal?", "Is it a dog?", "Is it a truck?"],
+        rewards=torch.tensor([-1.0, 0.0, -1.0]),
+        next_observations=[not_animal, start + "Is it a dog? Yes.\n", not_animal + "Is it a truck? No.\n"],
+        terminated=torch.tensor([0.0, 1.0, 0.0]),
+        truncated=torch.tensor([0.0, 0.0, 1.0]),
+        mc_returns=torch.zeros(3),
+        episode_returns=torch.zeros(3),
+    )
+    # A split to two words: -1 + 0.5 * -0.5; a win: 0, no bootstrap; a cut by the turn limit: no bootstrap.
+    torch.testing.assert_close(fit.next_value_targets(values, batch, 0.5), torch.tensor([-1.25, 0.0, -1.0]))
+    state_values = fit.state_value_targets(values, batch.observations)
+    torch.testing.assert_close(state_values, torch.tensor([-5 / 6, -5 / 6, -0.5]))
+    # Q*: the question -1 + 0.5 * (2/3) * -0.5; the guess -5/6; a guess among two words -0.5.
+    expected = torch.tensor([-1 + 0.5 * (2 / 3) * -0.5, -5 / 6, -0.5])
+    torch.testing.assert_close(fit.exact_targets(values, batch.observations, batch.actions), expected)
+
+
+def test_fit_buffer_script_fits_each_target_on_a_finished_runs_buffer(tmp_path: Path) -> None:
+    run, cache = tmp_path / "run", str(tmp_path / "cache")
+    tiny_archer(run, cache, *ARCHER_TINY, "algorithm.v_target_pool=16").fit()
+    fit = load_script("fit_buffer_critic.py")
+    overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", *ARCHER_TINY, "model.critic.turns.repeat_similarity=true"]
+    base = ["--config-name", "archer_20q", *overrides]
+    args = [*base, "--buffer-from", str(run), "--states", "3", "--steps", "2", "--max-games", "32"]
+    for targets in ("exact", "next-value", "state-value"):
+        out = tmp_path / f"{targets}.json"
+        figures = fit.main([*args, "--every", "1", "--targets", targets, "--json", str(out)])
+        assert figures["fit/step"] == 2 and figures["fit/loss"] >= 0.0 and "script/split_above_repeat" in figures
+        for kind in {key.split("/")[0] for key in figures} - {"fit"}:  # "policy" when its games refuted a guess
+            for key in ("repeat_below_all_wrong", "split_above_repeat"):
+                assert 0.0 <= figures[f"{kind}/{key}"] <= 1.0
+            # V's ranking of next states: only where the V heads are trained.
+            assert (f"{kind}/next_repeat_below_all_wrong" in figures) == (targets == "state-value")
+        assert json.loads(out.read_text()) == figures
+    with pytest.raises(SystemExit):
+        fit.main([*base, "--buffer-from", str(tmp_path / "none"), "--targets", "exact"])
+    with pytest.raises(SystemExit):
+        fit.main([*args, "--targets", "exact", "--steps", "0"])

@@ -201,3 +201,43 @@ def test_with_action_similarity_a_repeated_question_reads_differently_from_a_new
         reader.similarity[-1].weight.zero_()  # switch the feature off: the same action then reads the same
         assert not torch.allclose(repeat, reader([HISTORY], ["Is it alive?"]))
         torch.testing.assert_close(reader([HISTORY]), plain)  # V's reading never carries it
+
+
+def test_repeat_similarity_is_each_turns_highest_cosine_to_an_earlier_turn() -> None:
+    # Rows 0 and 2 are parallel, row 1 is orthogonal to both (lengths differ: the cosine ignores them).
+    encoded = torch.tensor([[2.0, 0.0], [0.0, 3.0], [1.0, 0.0]])
+    index = torch.tensor([[0, 1, 2], [1, 1, 0]])
+    similarity = TurnEncoder._repeat_similarities(encoded, index)
+    # Text 0: nothing before turn 0; turn 1 is orthogonal to turn 0; turn 2 repeats turn 0's direction.
+    # Text 1: turn 1 is turn 0 again; turn 2 is orthogonal to both.
+    expected = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    torch.testing.assert_close(similarity, expected)
+
+
+def test_with_repeat_similarity_the_history_reading_without_an_action_carries_it(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
+) -> None:
+    torch.manual_seed(0)
+    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", repeat_similarity=True)
+    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, q_input="joint", freeze_encoder=True)
+    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus).eval()
+    reader = critic.encoder
+    assert isinstance(reader, TurnEncoder) and reader.repeat_similarity and not reader.action_similarity
+    repeated = HISTORY + "Is it alive? Yes.\n"
+    with torch.no_grad():
+        reader.repeat[-1].bias.zero_()
+        with_feature = reader([repeated])
+        reader.repeat[-1].weight.zero_()  # the map now adds nothing: the reading must change back
+        assert not torch.allclose(with_feature, reader([repeated]))
+
+
+def test_repeat_similarity_gets_gradient_from_a_v_loss(
+    tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
+) -> None:
+    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", repeat_similarity=True)
+    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, freeze_encoder=True)
+    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus)
+    v1, v2 = critic.v_from_embeddings(critic.embed([HISTORY + "Is it alive? Yes.\n"]))
+    (v1.sum() + v2.sum()).backward()
+    grad = critic.encoder.repeat[0].weight.grad
+    assert grad is not None and grad.abs().sum() > 0
