@@ -763,8 +763,11 @@ def describe(spec: RunSpec) -> str:
 def command_text(argv: Sequence[str], cwd: str | None) -> str:
     """The benchmark's command line as a reader would type it (from ``scripts/`` when it was run there)."""
     tail = shlex.join(argv)
+    from_scripts = f"cd scripts && python benchmark_methods.py {tail}".rstrip()
     if cwd is None or Path(cwd) == SCRIPTS:
-        return f"cd scripts && python benchmark_methods.py {tail}".rstrip()
+        return from_scripts
+    if (Path(cwd) / "benchmark_methods.py").exists():  # the scripts folder of another checkout
+        return f"{from_scripts} (in the checkout at {Path(cwd).parent})"
     return f"python {SCRIPTS / 'benchmark_methods.py'} {tail}".rstrip() + f" (run from {cwd})"
 
 

@@ -392,3 +392,17 @@ def test_filtered_bc_is_named_with_its_own_filter_fraction(tmp_path: Path) -> No
         bench.describe(tuned[1])
         == "offline filtered BC (clones the top 50% of the dataset), as in `offline_filteredbc_20q`"
     )
+
+
+def test_command_text_says_where_the_benchmark_was_run(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    argv = ["--methods", "ppo_20q", "--jobs", "2"]
+    here = bench.command_text(argv, str(bench.SCRIPTS))
+    assert here == "cd scripts && python benchmark_methods.py --methods ppo_20q --jobs 2"
+    other = tmp_path / "checkout" / "scripts"  # another checkout's scripts folder runs its own copy
+    other.mkdir(parents=True)
+    (other / "benchmark_methods.py").write_text("")
+    assert bench.command_text(argv, str(other)) == f"{here} (in the checkout at {other.parent})"
+    elsewhere = bench.command_text(argv, str(tmp_path))  # this checkout's script, run from another folder
+    script = bench.SCRIPTS / "benchmark_methods.py"
+    assert elsewhere == f"python {script} --methods ppo_20q --jobs 2 (run from {tmp_path})"
