@@ -41,13 +41,10 @@ import torch
 from torch.nn.functional import mse_loss
 
 from archer.checkpointing import CHECKPOINT_FILE
-from archer.cli import compose_run_config
 from archer.config import RunConfig
 from archer.critic_probe import probe_critic
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import TransitionBatch
-from archer.envs.registry import make_env, make_oracle
-from archer.envs.twenty_questions.env import TwentyQuestionsEnv
 from archer.envs.twenty_questions.optimal import OptimalValues
 from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle, names_word
 from archer.envs.twenty_questions.probe import ProbeState, history_turns, possible_words, probe_states
@@ -56,10 +53,9 @@ from archer.models.critic import DoubleCritic, make_target_critic, soft_update
 from archer.trainer import build_trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from probe_critic import policy_probe_states  # noqa: E402  (the probe script beside this one)
+from probe_critic import policy_probe_states, twenty_questions_run  # noqa: E402  (the probe script beside this one)
 
 log = logging.getLogger("fit_buffer_critic")
-CONFIG_DIR = Path(__file__).resolve().parent / "config"
 TARGETS = ("exact", "next-value", "state-value")
 
 
@@ -133,12 +129,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     checkpoint = args.buffer_from / CHECKPOINT_FILE
     if not checkpoint.exists():
         parser.error(f"no {CHECKPOINT_FILE} in {args.buffer_from}: give the folder of a finished run")
-    cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
-    if not cfg.algorithm.uses_critic:
-        parser.error(f"--config-name {args.config_name}: its algorithm has no utterance critic")
-    env = make_env(cfg.env, seed=args.seed, oracle=make_oracle(cfg.env))
-    if not isinstance(env, TwentyQuestionsEnv):
-        parser.error(f"the fit plays Twenty Questions; {args.config_name} plays {cfg.env.name}")
+    cfg, env = twenty_questions_run(parser, args.config_name, overrides, args.seed)
     gamma = cfg.algorithm.critic.gamma
     try:
         values = OptimalValues(env.words, gamma)

@@ -53,6 +53,7 @@ from tqdm.auto import tqdm
 
 from archer.checkpointing import CHECKPOINT_FILE
 from archer.cli import compose_run_config
+from archer.config import RunConfig
 from archer.critic_probe import (
     fit_to_move_values,
     move_values,
@@ -157,12 +158,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         parser.error("--fit-moves and --fit-sample-once shape a fit: give --fit-optimal N")
     if args.fit_sample_once and args.fit_targets != "policy":
         parser.error("--fit-sample-once keeps the policy's samples: only with --fit-targets policy")
-    cfg = compose_run_config(CONFIG_DIR, args.config_name, overrides)
-    if not cfg.algorithm.uses_critic:
-        parser.error(f"--config-name {args.config_name}: its algorithm has no utterance critic to probe")
-    env = make_env(cfg.env, seed=args.seed, oracle=make_oracle(cfg.env))
-    if not isinstance(env, TwentyQuestionsEnv):
-        parser.error(f"the probe plays Twenty Questions; {args.config_name} plays {cfg.env.name}")
+    cfg, env = twenty_questions_run(parser, args.config_name, overrides, args.seed)
 
     with tempfile.TemporaryDirectory() as folder:
         if args.fit_optimal:
@@ -192,6 +188,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1))
     return figures
+
+
+def twenty_questions_run(
+    parser: argparse.ArgumentParser, config_name: str, overrides: Sequence[str], seed: int
+) -> tuple[RunConfig, TwentyQuestionsEnv]:
+    """The composed run config and its environment, refused (``parser.error``) unless the algorithm has an utterance
+    critic and the environment is Twenty Questions."""
+    cfg = compose_run_config(CONFIG_DIR, config_name, overrides)
+    if not cfg.algorithm.uses_critic:
+        parser.error(f"--config-name {config_name}: its algorithm has no utterance critic to probe")
+    env = make_env(cfg.env, seed=seed, oracle=make_oracle(cfg.env))
+    if not isinstance(env, TwentyQuestionsEnv):
+        parser.error(f"the probe plays Twenty Questions; {config_name} plays {cfg.env.name}")
+    return cfg, env
 
 
 def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namespace) -> dict[str, float]:
