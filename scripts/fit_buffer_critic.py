@@ -16,12 +16,25 @@ the game's exact optimal values (``archer.envs.twenty_questions.optimal``; the 1
   learned ``Vbar(s')`` replaced by the exact one (a single transition's noise kept);
 - ``state-value``: TD as the run does it, ``Q <- r + gamma (1 - done) Vbar(s')`` through the critic's own V heads
   and Polyak target (``algorithm.critic.tau``), but the V heads regress on ``V*(s)`` instead of ``Qbar`` at the
-  policy's samples: whether a learned next-state value, even one fitted to exact values, keeps the ranking.
+  policy's samples: whether a learned next-state value, even one fitted to exact values, keeps the ranking;
+- ``policy-value``: no exact values, the run's own TD on the final buffer: Q as in ``state-value``, V on
+  ``Qbar(s, a~)`` at a sample a~ of the config's starting policy per buffer state, drawn once (the squared error,
+  or the expectile of ``algorithm.v_expectile``): with a critic-only run's buffer (its policy is that start),
+  whether a fresh critic trained on the final data learns what the run's critic, trained as the data grew, did not.
+  ``--samples K`` draws K moves per state and takes the mean (a sharper estimate of the same value) or, with
+  ``--reduce max``, the best of the K (the value of a best-of-K policy: a step of policy improvement);
+- ``script-value``: the same TD, V on ``Qbar(s, a)`` at the move of a scripted player that keeps track of the
+  words still possible and asks the question splitting them most evenly (``GreedyQuestioner``, drawn once per
+  state): a bootstrapped target as long as the policy's, for a player that uses every answer;
+- ``replay-value``: the same TD, V on ``Qbar(s, a)`` at the transition's own stored move (the trainer's
+  ``algorithm.v_target_action=replay``): V's target read where Q itself was trained, valuing the buffer's play;
+- ``return-value``: the same TD for Q, V on the discounted return the stored game went on to collect from s (the
+  buffer's Monte Carlo return): the buffer's play valued without bootstrapping, its noise that of whole games.
 
 Every ``--every`` steps the probe (``archer.critic_probe``) scores the critic (its Polyak target for
-``state-value``) on ``--states`` scripted states and as many states of the run config's starting policy; with
-``state-value`` also ``<kind>/next_repeat_below_all_wrong``: the fraction of states where the critic's V after the
-repeat is below its V after every other (refuted) guess. Adam at ``algorithm.critic.lr``, batches of
+``state-value`` and ``policy-value``) on ``--states`` scripted states and as many states of the run config's starting
+policy; with those two also ``<kind>/next_repeat_below_all_wrong``: the fraction of states where the critic's V
+after the repeat is below its V after every other (refuted) guess. Adam at ``algorithm.critic.lr``, batches of
 ``algorithm.critic_batch_size``, the gradient clipped to ``algorithm.max_grad_norm``.
 """
 
@@ -30,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -40,6 +54,7 @@ import numpy as np
 import torch
 from torch.nn.functional import mse_loss
 
+from archer.algorithms.archer import archer_value_loss
 from archer.checkpointing import CHECKPOINT_FILE
 from archer.config import RunConfig
 from archer.critic_probe import probe_critic
@@ -48,15 +63,19 @@ from archer.data.trajectory import TransitionBatch
 from archer.envs.twenty_questions.optimal import OptimalValues
 from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle, names_word
 from archer.envs.twenty_questions.probe import ProbeState, history_turns, possible_words, probe_states
+from archer.envs.twenty_questions.questioners import GreedyQuestioner
 from archer.envs.twenty_questions.words import Word
 from archer.models.critic import DoubleCritic, make_target_critic, soft_update
+from archer.models.prefix_generation import generate_at_states
 from archer.trainer import build_trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from probe_critic import policy_probe_states, twenty_questions_run  # noqa: E402  (the probe script beside this one)
 
 log = logging.getLogger("fit_buffer_critic")
-TARGETS = ("exact", "next-value", "state-value")
+TARGETS = ("exact", "next-value", "state-value", "policy-value", "script-value", "replay-value", "return-value")
+# The targets that train the V heads, Q bootstrapping from them through a Polyak target.
+TD_TARGETS = ("state-value", "policy-value", "script-value", "replay-value", "return-value")
 
 
 def exact_targets(values: OptimalValues, observations: Sequence[str], actions: Sequence[str]) -> torch.Tensor:
@@ -79,6 +98,33 @@ def next_value_targets(values: OptimalValues, batch: TransitionBatch, gamma: flo
 def state_value_targets(values: OptimalValues, observations: Sequence[str]) -> torch.Tensor:
     """``V*(s)`` of each state."""
     return torch.tensor([values.state_value(mask_of(values, o)) for o in observations])
+
+
+def sampled_value_targets(
+    target: DoubleCritic,
+    observations: Sequence[str],
+    rows: np.ndarray,
+    samples: dict[int, list[str]],
+    reduce: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per head, the mean or max over each row's sampled moves of the target critic's Q at them: (B,) each."""
+    moves = [samples[row] for row in rows.tolist()]
+    count = len(moves[0])
+    heads = [target.q_values(list(observations), [row_moves[k] for row_moves in moves]) for k in range(count)]
+    q1, q2 = (torch.stack([head[i] for head in heads]) for i in (0, 1))  # (K, B)
+    if reduce == "max":
+        return q1.max(dim=0).values, q2.max(dim=0).values
+    return q1.mean(dim=0), q2.mean(dim=0)
+
+
+def script_moves(
+    observations: Sequence[str], rows: np.ndarray, words: Sequence[Word], seed: int
+) -> dict[int, list[str]]:
+    """For each row (its state in ``observations``), the move of a player that asks the most even split of the
+    words still possible, or guesses the last one."""
+    player = GreedyQuestioner(consistency=1.0, words=words)
+    rng = random.Random(seed)
+    return {row: [player.ask(history_turns(obs), rng)] for row, obs in zip(rows.tolist(), observations, strict=True)}
 
 
 def mask_of(values: OptimalValues, observation: str) -> int:
@@ -123,9 +169,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--seed", type=int, default=0, help="seed of the probe states and the batches (0)")
     parser.add_argument("--max-games", type=int, default=2000, help="games at most for the policy's probe states")
     parser.add_argument("--json", type=Path, default=None, help="also write the last figures here")
+    parser.add_argument("--samples", type=int, default=1, help="with policy-value: moves drawn per state (1)")
+    parser.add_argument(
+        "--reduce", choices=("mean", "max"), default="mean", help="with policy-value: V's target over the samples"
+    )
     args, overrides = parser.parse_known_args(argv)
-    if args.steps <= 0 or args.every <= 0 or args.states <= 0:
-        parser.error("--steps, --every and --states must be positive")
+    if args.steps <= 0 or args.every <= 0 or args.states <= 0 or args.samples <= 0:
+        parser.error("--steps, --every, --states and --samples must be positive")
+    if (args.samples > 1 or args.reduce != "mean") and args.targets != "policy-value":
+        parser.error("--samples and --reduce shape the policy's V target: only with --targets policy-value")
     checkpoint = args.buffer_from / CHECKPOINT_FILE
     if not checkpoint.exists():
         parser.error(f"no {CHECKPOINT_FILE} in {args.buffer_from}: give the folder of a finished run")
@@ -153,7 +205,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             probes["policy"] = policy_probe_states(trainer, env, args.states, args.seed, args.max_games)
         except ValueError as error:  # a policy that never refutes a guess leaves the scripted states
             log.warning("%s: probing scripted states only", error)
-        figures = fit(trainer.algorithm.critic, buffer, rows, values, args, cfg, probes, env.words)
+        samples = None
+        if args.targets == "policy-value":
+            log.info("sampling the starting policy %d time(s) at each of %d buffer states", args.samples, len(rows))
+            observations = buffer.get(rows).observations
+            batch_size = getattr(cfg.algorithm, "generation_batch_size", None)
+            draws = [
+                generate_at_states(trainer.algorithm.policy, observations, greedy=False, batch_size=batch_size).texts
+                for _ in range(args.samples)
+            ]
+            samples = {row: [draw[i] for draw in draws] for i, row in enumerate(rows.tolist())}
+        elif args.targets == "script-value":
+            samples = script_moves(buffer.get(rows).observations, rows, env.words, args.seed)
+        elif args.targets == "replay-value":
+            samples = {row: [action] for row, action in zip(rows.tolist(), buffer.get(rows).actions, strict=True)}
+        figures = fit(trainer.algorithm.critic, buffer, rows, values, args, cfg, probes, env.words, samples)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=1))
     return figures
@@ -168,16 +234,23 @@ def fit(
     cfg: RunConfig,
     probes: dict[str, list[ProbeState]],
     words: Sequence[Word],
+    samples: dict[int, list[str]] | None = None,
 ) -> dict[str, float]:
-    """``args.steps`` steps of the chosen regression on batches of ``rows``; the probe figures every ``args.every``."""
+    """``args.steps`` steps of the chosen regression on batches of ``rows``; the probe figures every ``args.every``.
+
+    ``samples`` (for ``policy-value``) maps a buffer row to the policy's moves a~ at its state; V's target is the
+    mean or (``args.reduce``) the max of ``Qbar`` over them, per head.
+    """
     settings = cfg.algorithm
     gamma = settings.critic.gamma
-    target = make_target_critic(critic) if args.targets == "state-value" else None
+    target = make_target_critic(critic) if args.targets in TD_TARGETS else None
+    value_loss = archer_value_loss(getattr(settings, "v_expectile", None))
     optimizer = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=settings.critic.lr)
     generator = np.random.default_rng(args.seed)
     figures: dict[str, float] = {}
     for step in range(1, args.steps + 1):
-        batch = buffer.get(generator.choice(rows, size=settings.critic_batch_size))
+        picked = generator.choice(rows, size=settings.critic_batch_size)
+        batch = buffer.get(picked)
         critic.train()
         embeddings = critic.embed(batch.observations)
         q1, q2 = critic.q_values(batch.observations, batch.actions, embeddings)
@@ -193,8 +266,16 @@ def fit(
             done = torch.clamp(batch.terminated + batch.truncated, max=1.0)
             y1, y2 = (batch.rewards + gamma * (1.0 - done) * v for v in (next_v1, next_v2))
             v1, v2 = critic.v_from_embeddings(embeddings)
-            yv = state_value_targets(values, batch.observations).to(v1.dtype)
-            loss = mse_loss(q1, y1) + mse_loss(q2, y2) + mse_loss(v1, yv) + mse_loss(v2, yv)
+            if args.targets in ("state-value", "return-value"):
+                if args.targets == "state-value":
+                    yv = state_value_targets(values, batch.observations).to(v1.dtype)
+                else:
+                    yv = batch.mc_returns.to(v1.dtype)
+                loss = mse_loss(q1, y1) + mse_loss(q2, y2) + mse_loss(v1, yv) + mse_loss(v2, yv)
+            else:
+                with torch.no_grad():
+                    yv1, yv2 = sampled_value_targets(target, batch.observations, picked, samples, args.reduce)
+                loss, _ = value_loss(q1, q2, v1, v2, y1, y2, yv1, yv2)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(critic.parameters(), settings.max_grad_norm)
@@ -209,7 +290,7 @@ def fit(
                 scores = probe_critic(probed, states)
                 figures[f"{kind}/repeat_below_all_wrong"] = scores["probe/repeat_below_all_wrong"]
                 figures[f"{kind}/split_above_repeat"] = scores["probe/split_above_repeat"]
-                if target is not None:  # only state-value trains the V heads
+                if target is not None:  # only the TD targets train the V heads
                     figures[f"{kind}/next_repeat_below_all_wrong"] = next_value_ranking(probed, states, words)
             log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
     return figures

@@ -21,7 +21,8 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
   treated them as terminal).
 
 Switches that do change it, all off by default: ``center_advantages`` (a batch-mean baseline for the actor),
-``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling), ``q_target_mc_weight``
+``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling), ``v_expectile`` (V fitted to
+an upper expectile of Qbar at the samples instead of their mean), ``q_target_mc_weight``
 (mixed Monte-Carlo Q target), ``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
 minus the mean Q of its state's samples) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
 policy). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every iteration also
@@ -30,6 +31,7 @@ logs ``advantage_check`` on the new games: how well the critic's advantages trac
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -39,11 +41,12 @@ from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
 from archer.algorithms.base import Algorithm, check_finite, frozen_copy, length_grouped_micro_batches, mean_metrics
-from archer.algorithms.critic_updates import CriticLearner, summary_stats
+from archer.algorithms.critic_updates import CriticLearner, CriticLoss, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
     centered,
     group_baseline_advantages,
+    iql_critic_loss,
     kl_penalised_reinforce_loss,
     pearson_correlation,
     reinforce_loss,
@@ -55,6 +58,14 @@ from archer.data.trajectory import Trajectory, TransitionBatch, discounted_retur
 from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
 from archer.models.prefix_generation import generate_at_states
+
+
+def archer_value_loss(v_expectile: float | None) -> CriticLoss:
+    """The online critic's loss: the paper's squared error, or with ``v_expectile`` V fitted to that expectile of
+    ``Qbar(s, a~)`` (``ArcherConfig.v_expectile``; Q's regression is the same in both)."""
+    if v_expectile is None:
+        return archer_critic_loss
+    return functools.partial(iql_critic_loss, expectile=v_expectile)
 
 
 class ArcherAlgorithm(Algorithm):
@@ -83,7 +94,7 @@ class ArcherAlgorithm(Algorithm):
         self.learner = CriticLearner(
             critic,
             accelerator,
-            archer_critic_loss,
+            archer_value_loss(cfg.v_expectile),
             lr=cfg.critic.lr,
             gamma=cfg.critic.gamma,
             tau=cfg.critic.tau,

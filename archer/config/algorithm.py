@@ -326,6 +326,14 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             V target is still ``Qbar(s, a~)`` at a fresh sample of the current policy, and each row is still a
             uniform draw from the buffer: the same estimator, with rows repeated within a phase, at P generations
             instead of ``critic_steps_per_iter * critic_batch_size``.
+        v_expectile: tau, or ``null`` (the paper: squared error, so V(s) estimates the mean of ``Qbar(s, a~)``
+            over the policy's samples, the current policy's value). With tau in (0, 1), V regresses on the same
+            targets with IQL's asymmetric loss (``losses.expectile_loss``; an under-estimate weighs tau, an
+            over-estimate 1 - tau), so V(s) estimates the upper tau-expectile of ``Qbar(s, a~)``: with tau > 0.5,
+            a value between the policy's mean move and its best sampled move, which Q's bootstrapped target
+            ``r + gamma Vbar(s')`` carries back. A variant (not the paper's policy evaluation): the critic then
+            values a policy improved within the sampler's support, as offline ArCHer's V does at the dataset's
+            moves. 0.5 is the paper's target at half the V loss's scale.
         q_target_mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * (r + gamma * Vbar(s')) + w * G``
             (Ostrovski et al., 2017), with G the discounted return the stored game collected from (s, a) (discount
             ``critic.gamma``; a game cut by the turn limit ends there). 0 is the paper's one-step target; a positive w
@@ -364,6 +372,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
     center_advantages: bool = False
     v_target_action: str = "sample"
     v_target_pool: int | None = None
+    v_expectile: float | None = None
     q_target_mc_weight: float = 0.0
     log_advantage_check: bool = False
     actor_samples_per_state: int = 1
@@ -385,6 +394,11 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             self.v_target_pool is None or self.v_target_action == "sample",
             "algorithm.v_target_pool",
             "pools fresh V-target samples; with v_target_action=replay there is nothing to sample (set it to null)",
+        )
+        check(
+            self.v_expectile is None or 0.0 < self.v_expectile < 1.0,
+            "algorithm.v_expectile",
+            "must be in (0, 1), or null for the paper's squared error",
         )
         check(0.0 <= self.q_target_mc_weight <= 1.0, "algorithm.q_target_mc_weight", "must be in [0, 1]")
         check(

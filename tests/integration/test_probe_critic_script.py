@@ -7,11 +7,13 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from archer.data.trajectory import TransitionBatch
 from archer.envs.twenty_questions.optimal import OptimalValues
+from archer.envs.twenty_questions.probe import history_turns
 from archer.envs.twenty_questions.words import SUBSET_WORDS
 from tests.conftest import TINY_RUN_OVERRIDES, load_script
 from tests.integration.test_training import ARCHER_TINY, tiny_archer
@@ -170,6 +172,50 @@ def test_fit_buffer_targets_by_hand() -> None:
     torch.testing.assert_close(fit.exact_targets(values, batch.observations, batch.actions), expected)
 
 
+def test_script_moves_split_the_words_still_possible_or_guess_the_last() -> None:
+    fit = load_script("fit_buffer_critic.py")
+    words = [word for word in SUBSET_WORDS if word.name in ("dog", "banana", "truck")]
+    values = OptimalValues(words, gamma=0.5)
+    start = "Questions:\n"
+    states = [start + "Is it an animal? Yes.\n", start + "Is it an animal? No.\n"]
+    moves = fit.script_moves(states, np.array([4, 9]), words, seed=0)
+    assert list(moves) == [4, 9] and all(len(drawn) == 1 for drawn in moves.values())
+    # Only dog is left after "an animal? Yes": the player guesses it, which wins (Q* 0).
+    dog_only = values.possible(history_turns(states[0]))
+    assert dog_only.bit_count() == 1 and values.move_value(dog_only, moves[4][0]) == 0.0
+    # banana and truck are left after "No": the player splits them (it guesses only when one word is left), worth
+    # -1 + 0.5 * 0 = -1 (each half a single word, V* 0); a move that rules nothing out is -1 + 0.5 * -0.5 = -1.25.
+    two = values.possible(history_turns(states[1]))
+    assert two.bit_count() == 2 and values.move_value(two, moves[9][0]) == -1.0
+    assert values.move_value(two, "Is it a dog?") == -1.25
+
+
+class _TableCritic:
+    """A target critic whose ``Q_i(s, a)`` is a table entry."""
+
+    def __init__(self, table: dict[tuple[str, str], tuple[float, float]]) -> None:
+        self.table = table
+
+    def q_values(self, observations: list[str], actions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        rows = torch.tensor([self.table[pair] for pair in zip(observations, actions, strict=True)])
+        return rows[:, 0], rows[:, 1]
+
+
+def test_sampled_value_targets_average_or_take_the_best_sample_per_head() -> None:
+    fit = load_script("fit_buffer_critic.py")
+    table = {("s", "a"): (1.0, -2.0), ("s", "b"): (3.0, 0.0), ("t", "c"): (-1.0, 5.0), ("t", "d"): (-4.0, 1.0)}
+    samples = {7: ["a", "b"], 2: ["d", "c"]}  # buffer rows 7 (state s) and 2 (state t), two moves drawn each
+    rows = np.array([7, 2, 7])
+    mean = fit.sampled_value_targets(_TableCritic(table), ["s", "t", "s"], rows, samples, "mean")
+    # Head 1: s (1 + 3) / 2 = 2, t (-4 - 1) / 2 = -2.5; head 2: s (-2 + 0) / 2 = -1, t (1 + 5) / 2 = 3.
+    torch.testing.assert_close(mean[0], torch.tensor([2.0, -2.5, 2.0]))
+    torch.testing.assert_close(mean[1], torch.tensor([-1.0, 3.0, -1.0]))
+    best = fit.sampled_value_targets(_TableCritic(table), ["s", "t", "s"], rows, samples, "max")
+    # Each head takes its own best sample: head 1 s 3, t -1; head 2 s 0, t 5.
+    torch.testing.assert_close(best[0], torch.tensor([3.0, -1.0, 3.0]))
+    torch.testing.assert_close(best[1], torch.tensor([0.0, 5.0, 0.0]))
+
+
 def test_fit_buffer_script_fits_each_target_on_a_finished_runs_buffer(tmp_path: Path) -> None:
     run, cache = tmp_path / "run", str(tmp_path / "cache")
     tiny_archer(run, cache, *ARCHER_TINY, "algorithm.v_target_pool=16").fit()
@@ -177,7 +223,7 @@ def test_fit_buffer_script_fits_each_target_on_a_finished_runs_buffer(tmp_path: 
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", *ARCHER_TINY, "model.critic.turns.repeat_similarity=true"]
     base = ["--config-name", "archer_20q", *overrides]
     args = [*base, "--buffer-from", str(run), "--states", "3", "--steps", "2", "--max-games", "32"]
-    for targets in ("exact", "next-value", "state-value"):
+    for targets in fit.TARGETS:
         out = tmp_path / f"{targets}.json"
         figures = fit.main([*args, "--every", "1", "--targets", targets, "--json", str(out)])
         assert figures["fit/step"] == 2 and figures["fit/loss"] >= 0.0 and "script/split_above_repeat" in figures
@@ -185,9 +231,13 @@ def test_fit_buffer_script_fits_each_target_on_a_finished_runs_buffer(tmp_path: 
             for key in ("repeat_below_all_wrong", "split_above_repeat"):
                 assert 0.0 <= figures[f"{kind}/{key}"] <= 1.0
             # V's ranking of next states: only where the V heads are trained.
-            assert (f"{kind}/next_repeat_below_all_wrong" in figures) == (targets == "state-value")
+            assert (f"{kind}/next_repeat_below_all_wrong" in figures) == (targets in fit.TD_TARGETS)
         assert json.loads(out.read_text()) == figures
     with pytest.raises(SystemExit):
         fit.main([*base, "--buffer-from", str(tmp_path / "none"), "--targets", "exact"])
     with pytest.raises(SystemExit):
         fit.main([*args, "--targets", "exact", "--steps", "0"])
+    with pytest.raises(SystemExit):  # samples shape only the policy's V target
+        fit.main([*args, "--targets", "state-value", "--samples", "2"])
+    figures = fit.main([*args, "--targets", "policy-value", "--samples", "2", "--reduce", "max"])
+    assert figures["fit/step"] == 2 and 0.0 <= figures["script/next_repeat_below_all_wrong"] <= 1.0

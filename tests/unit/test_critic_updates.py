@@ -12,7 +12,7 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from archer.algorithms.archer import ArcherAlgorithm
+from archer.algorithms.archer import ArcherAlgorithm, archer_value_loss
 from archer.algorithms.critic_updates import CriticLearner, done_flags, length_grouped_micro_batches
 from archer.algorithms.losses import archer_critic_loss, iql_critic_loss
 from archer.algorithms.offline_filtered_bc import buffer_episodes
@@ -262,13 +262,15 @@ def _hand_batch() -> TransitionBatch:
     )
 
 
-def _hand_learner(bootstrap_on_truncation: bool) -> tuple[CriticLearner, _LookupCritic, list[tuple]]:
+def _hand_learner(
+    bootstrap_on_truncation: bool, loss=archer_critic_loss
+) -> tuple[CriticLearner, _LookupCritic, list[tuple]]:
     critic = _LookupCritic(ONLINE_Q, ONLINE_V)
     seen: list[tuple] = []
 
     def recording_loss(*args: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         seen.append(tuple(a.detach().clone() for a in args))
-        return archer_critic_loss(*args)
+        return loss(*args)
 
     learner = CriticLearner(
         critic,
@@ -327,6 +329,33 @@ def test_one_archer_critic_step_hand_built_targets_and_loss(
     assert metrics["critic/v1_loss"] == pytest.approx(0.58, abs=1e-5)
     assert metrics["critic/v2_loss"] == pytest.approx(0.26, abs=1e-5)
     assert metrics["critic/loss"] == pytest.approx(loss, abs=1e-5)
+
+
+def test_v_expectile_fits_v_to_an_upper_expectile_of_the_same_targets() -> None:
+    assert archer_value_loss(None) is archer_critic_loss
+    learner, _, seen = _hand_learner(bootstrap_on_truncation=False, loss=archer_value_loss(0.9))
+    metrics = learner.step(_hand_batch(), ["b0", "b1", "b2"], iteration=1, step=0)
+    # Same targets as the paper's loss: Qbar_i at the samples for V, r + 0.9 (1 - done) Vbar_i(s') for Q.
+    y_q1, y_v1, y_v2 = seen[0][4], seen[0][6], seen[0][7]
+    assert y_q1.tolist() == pytest.approx([0.8, 0.0, -1.0], abs=1e-6)
+    assert y_v1.tolist() == pytest.approx([0.3, 1.5, -2.0], abs=1e-6)
+    assert y_v2.tolist() == pytest.approx([0.7, 1.2, -2.5], abs=1e-6)
+    # Q's squared error is unchanged (0.88 and 2.56 / 3 as above).
+    assert metrics["critic/q1_loss"] == pytest.approx(0.88, abs=1e-5)
+    # V: target - V is v1 (0.3 - 1, 1.5 - 1, -2 + 1) = (-0.7, 0.5, -1): over-estimates weigh 0.1, the
+    # under-estimate 0.9: (0.1 * 0.49 + 0.9 * 0.25 + 0.1 * 1) / 3 = 0.374 / 3. v2 (0.7, 0.2, 0.5), all
+    # under-estimates: 0.9 * (0.49 + 0.04 + 0.25) / 3 = 0.702 / 3.
+    assert metrics["critic/v1_loss"] == pytest.approx(0.374 / 3, abs=1e-5)
+    assert metrics["critic/v2_loss"] == pytest.approx(0.702 / 3, abs=1e-5)
+    assert metrics["critic/loss"] == pytest.approx((2.64 + 2.56 + 0.374 + 0.702) / 3, abs=1e-5)
+
+
+def test_archer_builds_its_critic_loss_from_v_expectile(critic: DoubleCritic) -> None:
+    policy = SimpleNamespace(model=torch.nn.Linear(1, 1))
+    paper = ArcherAlgorithm(ArcherConfig(), policy, Accelerator(cpu=True), critic=critic, progress=False)
+    assert paper.learner.loss is archer_critic_loss
+    variant = ArcherAlgorithm(ArcherConfig(v_expectile=0.7), policy, Accelerator(cpu=True), critic=critic)
+    assert variant.learner.loss.func is iql_critic_loss and variant.learner.loss.keywords == {"expectile": 0.7}
 
 
 def test_one_archer_critic_step_adam_and_polyak_by_hand() -> None:
