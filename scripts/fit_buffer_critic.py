@@ -1,4 +1,4 @@
-"""Fit a fresh critic on a finished Twenty Questions run's replay buffer with exact targets, probing as it goes.
+"""Fit a fresh critic on a finished Twenty Questions run's replay buffer with chosen targets, probing as it goes.
 
 Usage (from ``scripts/``; Hydra overrides of the critic's config go after the options)::
 
@@ -9,7 +9,8 @@ Usage (from ``scripts/``; Hydra overrides of the critic's config go after the op
 A run's TD critic is trained on its buffer's transitions with targets built from its own estimates. This script
 keeps the transitions (the final buffer in ``<run>/checkpoint.pt``, every (s, a, r, s') in it) and the configured
 critic architecture (freshly built; the config's overrides may change it), and replaces one estimate at a time by
-the game's exact optimal values (``archer.envs.twenty_questions.optimal``; the 10-word subset):
+the game's exact optimal values (``archer.envs.twenty_questions.optimal``; the 10-word subset), or keeps TD and
+changes only what V regresses on:
 
 - ``exact``: the Q heads regress on ``Q*(s, a)``: what the buffer's (s, a) pairs can teach at all;
 - ``next-value``: the Q heads regress on the transition's own ``r + gamma (1 - done) V*(s')``, TD's target with the
@@ -31,9 +32,9 @@ the game's exact optimal values (``archer.envs.twenty_questions.optimal``; the 1
 - ``return-value``: the same TD for Q, V on the discounted return the stored game went on to collect from s (the
   buffer's Monte Carlo return): the buffer's play valued without bootstrapping, its noise that of whole games.
 
-Every ``--every`` steps the probe (``archer.critic_probe``) scores the critic (its Polyak target for
-``state-value`` and ``policy-value``) on ``--states`` scripted states and as many states of the run config's starting
-policy; with those two also ``<kind>/next_repeat_below_all_wrong``: the fraction of states where the critic's V
+Every ``--every`` steps the probe (``archer.critic_probe``) scores the critic (its Polyak target for the targets
+that train V, ``state-value`` and after) on ``--states`` scripted states and as many states of the run config's
+starting policy; for those also ``<kind>/next_repeat_below_all_wrong``: the fraction of states where the critic's V
 after the repeat is below its V after every other (refuted) guess. Adam at ``algorithm.critic.lr``, batches of
 ``algorithm.critic_batch_size``, the gradient clipped to ``algorithm.max_grad_norm``.
 """
