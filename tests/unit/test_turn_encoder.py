@@ -128,12 +128,22 @@ def test_bad_turn_reader_settings_name_their_key(
         dataclasses.replace(tiny_critic_config, **changes).validate()
 
 
+def _turn_critic(
+    base: CriticConfig, corpus: list[str], cache: str, q_input: str | None = "joint", **turn_switches: bool
+) -> DoubleCritic:
+    """A tiny frozen-encoder critic reading turns (4 turns, 1 layer of width 16), with ``turn_switches`` set on its
+    ``TurnReaderConfig``; ``q_input=None`` keeps the base config's."""
+    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", **turn_switches)
+    changes = {"history": "turns", "turns": turns, "freeze_encoder": True}
+    if q_input is not None:
+        changes["q_input"] = q_input
+    return build_critic(dataclasses.replace(base, **changes), cache, lambda: corpus)
+
+
 @pytest.fixture
 def reply_critic(tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str) -> DoubleCritic:
     torch.manual_seed(0)
-    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ")
-    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, q_input="joint", freeze_encoder=True)
-    return build_critic(cfg, model_cache_dir, lambda: tiny_corpus).eval()
+    return _turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir).eval()
 
 
 def test_a_line_is_cut_into_utterance_and_reply_at_its_last_separator(reply_critic: DoubleCritic) -> None:
@@ -189,9 +199,7 @@ def test_with_action_similarity_a_repeated_question_reads_differently_from_a_new
     tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
 ) -> None:
     torch.manual_seed(0)
-    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", action_similarity=True)
-    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, q_input="joint", freeze_encoder=True)
-    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus).eval()
+    critic = _turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir, action_similarity=True).eval()
     reader = critic.encoder
     with torch.no_grad():
         # The similarity map's output is added to the earlier turns only when an action is read.
@@ -218,9 +226,7 @@ def test_with_repeat_similarity_the_history_reading_without_an_action_carries_it
     tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
 ) -> None:
     torch.manual_seed(0)
-    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", repeat_similarity=True)
-    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, q_input="joint", freeze_encoder=True)
-    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus).eval()
+    critic = _turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir, repeat_similarity=True).eval()
     reader = critic.encoder
     assert isinstance(reader, TurnEncoder) and reader.repeat_similarity and not reader.action_similarity
     repeated = HISTORY + "Is it alive? Yes.\n"
@@ -234,9 +240,7 @@ def test_with_repeat_similarity_the_history_reading_without_an_action_carries_it
 def test_repeat_similarity_gets_gradient_from_a_v_loss(
     tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str
 ) -> None:
-    turns = TurnReaderConfig(max_turns=4, n_layer=1, n_embd=16, n_head=2, reply_separator="? ", repeat_similarity=True)
-    cfg = dataclasses.replace(tiny_critic_config, history="turns", turns=turns, freeze_encoder=True)
-    critic = build_critic(cfg, model_cache_dir, lambda: tiny_corpus)
+    critic = _turn_critic(tiny_critic_config, tiny_corpus, model_cache_dir, q_input=None, repeat_similarity=True)
     v1, v2 = critic.v_from_embeddings(critic.embed([HISTORY + "Is it alive? Yes.\n"]))
     (v1.sum() + v2.sum()).backward()
     grad = critic.encoder.repeat[0].weight.grad
