@@ -36,7 +36,8 @@ Every ``--every`` steps the probe (``archer.critic_probe``) scores the critic (i
 that train V, ``state-value`` and after) on ``--states`` scripted states and as many states of the run config's
 starting policy; for those also ``<kind>/next_repeat_below_all_wrong``: the fraction of states where the critic's V
 after the repeat is below its V after every other (refuted) guess. Adam at ``algorithm.critic.lr``, batches of
-``algorithm.critic_batch_size``, the gradient clipped to ``algorithm.max_grad_norm``.
+``algorithm.critic_batch_size``, the gradient clipped to ``algorithm.max_grad_norm``, the target moved by
+``algorithm.critic.tau`` after every ``algorithm.critic.target_update_period``-th step.
 """
 
 from __future__ import annotations
@@ -282,7 +283,7 @@ def fit(
         torch.nn.utils.clip_grad_norm_(critic.parameters(), settings.max_grad_norm)
         optimizer.step()
         critic.eval()
-        if target is not None:
+        if target is not None and step % settings.critic.target_update_period == 0:
             soft_update(target, critic, settings.critic.tau)
         if step % args.every == 0 or step == args.steps:
             probed = target if target is not None else critic

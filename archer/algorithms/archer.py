@@ -23,7 +23,8 @@ Deliberate deviations from the reference (ARCHER_SPEC.md 5.5), none of which cha
 Switches that do change it, all off by default: ``center_advantages`` (a batch-mean baseline for the actor),
 ``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling), ``v_expectile`` (V fitted to
 an upper expectile of Qbar at the samples instead of their mean), ``q_target_mc_weight``
-(mixed Monte-Carlo Q target), ``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
+(mixed Monte-Carlo Q target), ``critic.target_update_period`` (the target critic updated every N-th step only),
+``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
 minus the mean Q of its state's samples) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
 policy). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every iteration also
 logs ``advantage_check`` on the new games: how well the critic's advantages track the returns that were observed.
@@ -98,6 +99,7 @@ class ArcherAlgorithm(Algorithm):
             lr=cfg.critic.lr,
             gamma=cfg.critic.gamma,
             tau=cfg.critic.tau,
+            target_update_period=cfg.critic.target_update_period,
             micro_batch_size=cfg.critic.micro_batch_size,
             max_grad_norm=cfg.max_grad_norm,
             bootstrap_on_truncation=cfg.critic.bootstrap_on_truncation,
@@ -300,15 +302,11 @@ class ArcherAlgorithm(Algorithm):
     def state_dict(self) -> dict[str, Any]:
         return {
             "policy": self.policy.model.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
             "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
+            **self.learner.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.policy.model.load_state_dict(state["policy"])
-        self.critic.load_state_dict(state["critic"])
-        self.target_critic.load_state_dict(state["target_critic"])
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.learner.load_state_dict(state)

@@ -84,7 +84,9 @@ class CriticLearner:
             expectile.
         lr: Adam learning rate of the critic.
         gamma: discount of the Q target.
-        tau: Polyak rate of the target critic after every step.
+        tau: Polyak rate of the target critic at each of its updates.
+        target_update_period: the target critic is updated after every this many steps of this learner (the count
+            is part of ``state_dict``, so a resumed run keeps the schedule); 1 updates it after every step.
         micro_batch_size: rows per critic forward/backward (and per ``advantages`` forward).
         max_grad_norm: the critic's gradient is clipped to this norm before its own optimiser steps.
         bootstrap_on_truncation: bootstrap the Q target through turn-limit truncations.
@@ -104,6 +106,7 @@ class CriticLearner:
         lr: float,
         gamma: float,
         tau: float,
+        target_update_period: int = 1,
         micro_batch_size: int,
         max_grad_norm: float,
         bootstrap_on_truncation: bool = False,
@@ -116,6 +119,8 @@ class CriticLearner:
         self.loss = loss
         self.gamma = gamma
         self.tau = tau
+        self.target_update_period = target_update_period
+        self.steps_taken = 0
         self.micro_batch_size = micro_batch_size
         self.max_grad_norm = max_grad_norm
         self.bootstrap_on_truncation = bootstrap_on_truncation
@@ -125,7 +130,8 @@ class CriticLearner:
         self.critic.eval()
 
     def step(self, batch: TransitionBatch, v_target_actions: list[str], iteration: int, step: int) -> dict[str, float]:
-        """One critic gradient step on ``batch``, then one Polyak update of the target critic.
+        """One critic gradient step on ``batch``, then a Polyak update of the target critic if this step ends a
+        ``target_update_period``.
 
         Args:
             batch: B transitions (s, a, r, s', done).
@@ -176,7 +182,9 @@ class CriticLearner:
         finally:
             self.critic.eval()
         grad_norm = clip_and_step(self.accelerator, self.optimizer, self.critic.parameters(), self.max_grad_norm)
-        soft_update(self.target_critic, self.critic, self.tau)
+        self.steps_taken += 1
+        if self.steps_taken % self.target_update_period == 0:
+            soft_update(self.target_critic, self.critic, self.tau)
         metrics = {key: sum(record[key] for record in records) for key in records[0]}
         for name, parts in values.items():
             metrics.update(summary_stats(f"critic/{name}", torch.cat(parts)))
@@ -215,11 +223,13 @@ class CriticLearner:
         return {CRITIC_ENCODER_EXPORT: self.critic.hf_encoder()}
 
     def state_dict(self) -> dict[str, Any]:
-        """Online and target critic weights and the critic optimiser (keys as in online ArCHer's checkpoint)."""
+        """Online and target critic weights, the critic optimiser (keys as in online ArCHer's checkpoint) and the
+        count of critic steps that schedules the target's updates."""
         return {
             "critic": self.critic.state_dict(),
             "target_critic": self.target_critic.state_dict(),
             "critic_optimizer": self.optimizer.state_dict(),
+            "critic_steps": self.steps_taken,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -227,3 +237,5 @@ class CriticLearner:
         self.critic.load_state_dict(state["critic"])
         self.target_critic.load_state_dict(state["target_critic"])
         self.optimizer.load_state_dict(state["critic_optimizer"])
+        # Checkpoints from before the count existed updated the target after every step: any count fits them.
+        self.steps_taken = state.get("critic_steps", 0)

@@ -77,6 +77,7 @@ class OfflineCriticAlgorithm(Algorithm):
             lr=cfg.critic.lr,
             gamma=cfg.critic.gamma,
             tau=cfg.critic.tau,
+            target_update_period=cfg.critic.target_update_period,
             micro_batch_size=cfg.critic.micro_batch_size,
             max_grad_norm=cfg.max_grad_norm,
             bootstrap_on_truncation=cfg.critic.bootstrap_on_truncation,

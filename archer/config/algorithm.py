@@ -79,6 +79,11 @@ class CriticTrainingConfig:
             0.98 Detective, 0.9 WebShop [0.95 everywhere]; OfflineArcher: 0.99); also the discount of the
             Monte-Carlo returns an online run's replay buffer stores.
         tau: Polyak rate of the target critic after every critic step (0.1; OfflineArcher: 0.05).
+        target_update_period: the target critic moves only after every this many critic steps (counted over the
+            whole run, resume included) and stays frozen in between; 1 (the paper) updates it after every step.
+            With ``tau: 1`` the target is copied whole every period: DQN's hard update, so the critic regresses on
+            fixed targets for ``target_update_period`` steps at a time (fitted Q iteration in stages). A variant
+            (docs/differences.md).
         micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
         bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the paper and the references
             treat them as terminal: false).
@@ -87,6 +92,7 @@ class CriticTrainingConfig:
     lr: float = 2e-5
     gamma: float = 0.95
     tau: float = 0.1
+    target_update_period: int = 1
     micro_batch_size: int = 8
     bootstrap_on_truncation: bool = False
 
@@ -94,6 +100,11 @@ class CriticTrainingConfig:
         check(self.lr > 0, f"{prefix}.lr", "must be positive")
         check(0 < self.gamma <= 1, f"{prefix}.gamma", "must be in (0, 1]")
         check(0 < self.tau <= 1, f"{prefix}.tau", "must be in (0, 1]")
+        check(
+            isinstance(self.target_update_period, int) and self.target_update_period >= 1,
+            f"{prefix}.target_update_period",
+            "must be a whole number of critic steps, at least 1",
+        )
         check(self.micro_batch_size > 0, f"{prefix}.micro_batch_size", "must be positive")
 
 

@@ -241,3 +241,7 @@ def test_fit_buffer_script_fits_each_target_on_a_finished_runs_buffer(tmp_path: 
         fit.main([*args, "--targets", "state-value", "--samples", "2"])
     figures = fit.main([*args, "--targets", "policy-value", "--samples", "2", "--reduce", "max"])
     assert figures["fit/step"] == 2 and 0.0 <= figures["script/next_repeat_below_all_wrong"] <= 1.0
+    # The run's target schedule is the fit's: hard copies every second step.
+    hard = ["algorithm.critic.tau=1.0", "algorithm.critic.target_update_period=2"]
+    figures = fit.main([*args, "--targets", "replay-value", *hard])
+    assert figures["fit/step"] == 2 and 0.0 <= figures["script/next_repeat_below_all_wrong"] <= 1.0

@@ -164,6 +164,50 @@ def test_learner_state_round_trips(critic: DoubleCritic, buffer: ReplayBuffer) -
         torch.testing.assert_close(a, b)
 
 
+def test_target_moves_only_at_the_end_of_each_update_period(critic: DoubleCritic, buffer: ReplayBuffer) -> None:
+    # Hard updates every 3 steps: frozen after steps 1 and 2, an exact copy of the online critic after step 3.
+    learner = _learner(critic, archer_critic_loss, tau=1.0, target_update_period=3)
+    start = {n: p.detach().clone() for n, p in learner.target_critic.named_parameters()}
+    batch = buffer.get(np.arange(4))
+    for step in (1, 2):
+        learner.step(batch, batch.actions, iteration=1, step=step)
+        for name, param in learner.target_critic.named_parameters():
+            torch.testing.assert_close(param, start[name], rtol=0, atol=0)
+    learner.step(batch, batch.actions, iteration=1, step=3)
+    online = dict(critic.named_parameters())
+    assert any(not torch.equal(start[n], online[n]) for n in online)
+    for name, param in learner.target_critic.named_parameters():
+        torch.testing.assert_close(param, online[name].detach(), rtol=0, atol=0)
+
+
+def test_a_restored_learner_keeps_the_target_update_schedule(critic: DoubleCritic, buffer: ReplayBuffer) -> None:
+    # Two steps before the checkpoint, then one after resuming: the third step of the run updates the target.
+    learner = _learner(critic, archer_critic_loss, tau=0.5, target_update_period=3)
+    batch = buffer.get(np.arange(4))
+    for step in (1, 2):
+        learner.step(batch, batch.actions, iteration=1, step=step)
+    state = copy.deepcopy(learner.state_dict())
+    assert state["critic_steps"] == 2
+    resumed = _learner(copy.deepcopy(critic), archer_critic_loss, tau=0.5, target_update_period=3)
+    resumed.load_state_dict(state)
+    before = {n: p.detach().clone() for n, p in resumed.target_critic.named_parameters()}
+    resumed.step(batch, batch.actions, iteration=2, step=0)
+    online = dict(resumed.critic.named_parameters())
+    for name, param in resumed.target_critic.named_parameters():
+        torch.testing.assert_close(param, 0.5 * before[name] + 0.5 * online[name].detach())
+    # A checkpoint written before the count existed restores as step 0.
+    del state["critic_steps"]
+    old = _learner(copy.deepcopy(critic), archer_critic_loss, target_update_period=3)
+    old.load_state_dict(state)
+    assert old.steps_taken == 0
+
+
+@pytest.mark.parametrize("period", [0, -2, 1.5])
+def test_target_update_period_must_be_a_positive_whole_number(period) -> None:
+    with pytest.raises(ValueError, match="target_update_period"):
+        CriticTrainingConfig(target_update_period=period).validate()
+
+
 def test_a_frozen_encoder_critic_trains_its_heads_only(
     tiny_critic_config: CriticConfig, tiny_corpus: list[str], model_cache_dir: str, buffer: ReplayBuffer
 ) -> None:
