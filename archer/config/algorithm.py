@@ -78,7 +78,8 @@ class CriticTrainingConfig:
         gamma: discount of the Q target ``r + gamma * (1 - done) * Vbar(s')`` (paper: 0.95 for Twenty Questions,
             0.98 Detective, 0.9 WebShop [0.95 everywhere]; OfflineArcher: 0.99); also the discount of the
             Monte-Carlo returns an online run's replay buffer stores.
-        tau: Polyak rate of the target critic after every critic step (0.1; OfflineArcher: 0.05).
+        tau: Polyak rate of the target critic at each of its updates, after every critic step unless
+            ``target_update_period`` says otherwise (0.1; OfflineArcher: 0.05).
         target_update_period: the target critic moves only after every this many critic steps (counted over the
             whole run, resume included) and stays frozen in between; 1 (the paper) updates it after every step.
             With ``tau: 1`` the target is copied whole every period: DQN's hard update, so the critic regresses on
