@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hydra.errors import ConfigCompositionException
 
@@ -133,3 +135,27 @@ def test_an_empty_path_is_refused_naming_the_key(config: str, key: str) -> None:
 def test_a_blank_path_is_empty_too() -> None:
     with pytest.raises(ConfigError, match=r"^data\.path: is empty; give a dataset file, or null to generate one$"):
         compose_run("bc_20q", ["data.path='  '"])
+
+
+def _flatten(tree: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(tree, dict):
+        flat: dict[str, object] = {}
+        for key, value in tree.items():
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        return flat
+    return {prefix.rstrip("."): tree}
+
+
+def test_archer_20q_ranking_is_archer_20q_with_exactly_its_four_documented_switches() -> None:
+    main = _flatten(dataclasses.asdict(compose_run("archer_20q")))
+    ranking = _flatten(dataclasses.asdict(compose_run("archer_20q_ranking")))
+    assert main.keys() == ranking.keys()
+    changed = {key: ranking[key] for key in main if main[key] != ranking[key]}
+    assert changed == {
+        "model.critic.turns.repeat_similarity": True,
+        "algorithm.critic.lr": 1.0e-4,
+        "algorithm.critic.tau": 1.0,
+        "algorithm.critic.target_update_period": 250,
+        "algorithm.rollout.explore_fraction": 0.25,
+        "algorithm.rollout.explore_sources": ["repeat", "past"],
+    }
