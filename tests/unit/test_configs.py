@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hydra.errors import ConfigCompositionException
 
+from archer.checkpointing import fingerprint_settings, settings_differences
 from archer.cli import compose_run_config
 from archer.config import ConfigError, RunConfig
 from tests.conftest import CONFIG_DIR, compose_run
@@ -137,24 +136,12 @@ def test_a_blank_path_is_empty_too() -> None:
         compose_run("bc_20q", ["data.path='  '"])
 
 
-def _flatten(tree: object, prefix: str = "") -> dict[str, object]:
-    if isinstance(tree, dict):
-        flat: dict[str, object] = {}
-        for key, value in tree.items():
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        return flat
-    return {prefix.rstrip("."): tree}
-
-
 def test_archer_20q_ranking_is_archer_20q_with_exactly_its_documented_switches() -> None:
-    main = _flatten(dataclasses.asdict(compose_run("archer_20q")))
-    ranking = _flatten(dataclasses.asdict(compose_run("archer_20q_ranking")))
-    assert main.keys() == ranking.keys()
-    changed = {key: ranking[key] for key in main if main[key] != ranking[key]}
-    assert changed == {
-        "model.critic.turns.repeat_similarity": True,
-        "algorithm.critic.lr": 1.0e-4,
-        "algorithm.critic.tau": 0.01,
-        "algorithm.rollout.explore_fraction": 0.25,
-        "algorithm.rollout.explore_sources": ["repeat", "past"],
-    }
+    main, ranking = (fingerprint_settings(compose_run(name)) for name in ("archer_20q", "archer_20q_ranking"))
+    assert settings_differences(main, ranking) == [
+        "algorithm.critic.lr: 0.001 -> 0.0001",
+        "algorithm.critic.tau: default -> 0.01",  # archer_20q keeps the dataclass default, 0.1
+        "algorithm.rollout.explore_fraction: default -> 0.25",
+        "algorithm.rollout.explore_sources: default -> ['repeat', 'past']",
+        "model.critic.turns.repeat_similarity: default -> True",
+    ]
