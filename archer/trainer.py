@@ -399,6 +399,7 @@ class Trainer:
                 np.random.default_rng(seed),
                 sources=tuple(rollout.explore_sources),
                 past=past,
+                games=rollout.explore_games,
             )
         with self.placement.gathered(self.policy.model):
             local = collect_trajectories(

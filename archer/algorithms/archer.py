@@ -24,6 +24,7 @@ Switches that do change it, all off by default: ``center_advantages`` (a batch-m
 ``v_target_action="replay"`` (V regresses on Qbar at the stored action, no sampling), ``v_expectile`` (V fitted to
 an upper expectile of Qbar at the samples instead of their mean), ``q_target_mc_weight``
 (mixed Monte-Carlo Q target), ``critic.target_update_period`` (the target critic updated every N-th step only),
+``critic.lr_final`` and ``critic.tau_final`` (the critic's learning and Polyak rates decayed over the run),
 ``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
 minus the mean Q of its state's samples) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
 policy). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every iteration also
@@ -103,6 +104,9 @@ class ArcherAlgorithm(Algorithm):
             micro_batch_size=cfg.critic.micro_batch_size,
             max_grad_norm=cfg.max_grad_norm,
             bootstrap_on_truncation=cfg.critic.bootstrap_on_truncation,
+            lr_final=cfg.critic.lr_final,
+            tau_final=cfg.critic.tau_final,
+            num_iterations=cfg.num_iterations,
             mc_weight=cfg.q_target_mc_weight,
         )
         self.critic = critic

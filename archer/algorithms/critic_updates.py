@@ -63,6 +63,21 @@ def length_grouped_micro_batches(texts: list[str], micro_batch_size: int) -> lis
     return [sorted(order[start : start + micro_batch_size]) for start in range(0, size, micro_batch_size)]
 
 
+def geometric_schedule(start: float, final: float | None, iteration: int, num_iterations: int) -> float:
+    """A rate at ``iteration`` (1-based) of ``num_iterations``: ``start`` at the first, ``final`` at the last,
+    geometric in between (``start * (final / start) ** ((iteration - 1) / (num_iterations - 1))``, the shape of
+    torch's ``ExponentialLR``); ``start`` throughout when ``final`` is None or there is one iteration.
+
+    The critic's learning rate (``lr_final``) and Polyak rate (``tau_final``) follow it. A function of the iteration
+    rather than an optimiser-side scheduler, so a resumed run continues the schedule without a scheduler state in
+    its checkpoint.
+    """
+    if final is None or num_iterations <= 1:
+        return start
+    progress = min(max(iteration - 1, 0), num_iterations - 1) / (num_iterations - 1)
+    return start * (final / start) ** progress
+
+
 def done_flags(batch: TransitionBatch, bootstrap_on_truncation: bool) -> torch.Tensor:
     """(B,) 1.0 where the Q target must not bootstrap from s'.
 
@@ -95,6 +110,10 @@ class CriticLearner:
             without dropout, so the regression targets and the actor's weights are not noisy.
         mc_weight: w of the mixed Monte-Carlo Q target ``(1 - w) * y_TD + w * G`` (``mixed_monte_carlo_targets``);
             0 is the one-step target.
+        lr_final: with ``num_iterations``, the learning rate falls from ``lr`` at the first iteration to this at the
+            last (``geometric_schedule``; each ``step`` sets it from its ``iteration``); None keeps ``lr``.
+        tau_final: the same for the Polyak rate, from ``tau`` to this; None keeps ``tau``.
+        num_iterations: the run's iterations, for ``lr_final`` and ``tau_final``.
     """
 
     def __init__(
@@ -112,6 +131,9 @@ class CriticLearner:
         bootstrap_on_truncation: bool = False,
         dropout: bool = False,
         mc_weight: float = 0.0,
+        lr_final: float | None = None,
+        tau_final: float | None = None,
+        num_iterations: int = 1,
     ) -> None:
         self.critic = critic
         self.target_critic = make_target_critic(critic)
@@ -126,6 +148,7 @@ class CriticLearner:
         self.bootstrap_on_truncation = bootstrap_on_truncation
         self.dropout = dropout
         self.mc_weight = mc_weight
+        self.lr, self.lr_final, self.tau_final, self.num_iterations = lr, lr_final, tau_final, num_iterations
         self.optimizer = torch.optim.Adam([p for p in critic.parameters() if p.requires_grad], lr=lr)
         self.critic.eval()
 
@@ -137,13 +160,19 @@ class CriticLearner:
             batch: B transitions (s, a, r, s', done).
             v_target_actions: B actions at which the target critic's Q gives the V targets: fresh policy samples
                 (online ArCHer) or ``batch.actions`` (IQL).
-            iteration, step: where training is, for the error message of a non-finite loss.
+            iteration, step: where training is, for the learning and Polyak rates (``lr_final``, ``tau_final``) and
+                the error message of a non-finite loss.
 
         Returns:
-            The step's metrics: the loss and its parts, Q / V / Q-target statistics, the pre-clip gradient norm.
+            The step's metrics: the loss and its parts, Q / V / Q-target statistics, the pre-clip gradient norm and
+            the learning and Polyak rates.
         """
         if len(v_target_actions) != len(batch):
             raise ValueError(f"need one V-target action per transition: {len(v_target_actions)} for {len(batch)}")
+        lr = geometric_schedule(self.lr, self.lr_final, iteration, self.num_iterations)
+        tau = geometric_schedule(self.tau, self.tau_final, iteration, self.num_iterations)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         batch = batch.to(self.accelerator.device)
         done = done_flags(batch, self.bootstrap_on_truncation)
         size = len(batch)
@@ -184,11 +213,13 @@ class CriticLearner:
         grad_norm = clip_and_step(self.accelerator, self.optimizer, self.critic.parameters(), self.max_grad_norm)
         self.steps_taken += 1
         if self.steps_taken % self.target_update_period == 0:
-            soft_update(self.target_critic, self.critic, self.tau)
+            soft_update(self.target_critic, self.critic, tau)
         metrics = {key: sum(record[key] for record in records) for key in records[0]}
         for name, parts in values.items():
             metrics.update(summary_stats(f"critic/{name}", torch.cat(parts)))
         metrics["critic/grad_norm"] = grad_norm
+        metrics["critic/lr"] = lr
+        metrics["critic/tau"] = tau
         return metrics
 
     @torch.no_grad()

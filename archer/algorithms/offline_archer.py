@@ -81,6 +81,9 @@ class OfflineCriticAlgorithm(Algorithm):
             micro_batch_size=cfg.critic.micro_batch_size,
             max_grad_norm=cfg.max_grad_norm,
             bootstrap_on_truncation=cfg.critic.bootstrap_on_truncation,
+            lr_final=cfg.critic.lr_final,
+            tau_final=cfg.critic.tau_final,
+            num_iterations=cfg.num_iterations,
             dropout=True,
         )
         self.actor_optimizer = torch.optim.Adam(

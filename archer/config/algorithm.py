@@ -46,17 +46,24 @@ class RolloutConfig:
             this turn), ``past`` (any distinct move already in the replay buffer, whatever game and turn made it:
             it puts, for example, a guess into the opening turns where the policy only asks questions). Default
             ``[repeat, other]``.
+        explore_games: the share of each iteration's training games that explore, in (0, 1]: each game is drawn
+            once, and only the drawn games have moves replaced (at ``explore_fraction`` per turn); the others are
+            the policy's own games, so most of the buffer stays on the policy's path while the exploring games
+            still show the critic the avoided moves (as Ape-X gives its actors different exploration rates).
+            Default 1: every game may explore.
     """
 
     episodes_per_iter: int = 128
     replay_capacity: int = 10_000
     explore_fraction: float = 0.0
     explore_sources: list[str] = field(default_factory=lambda: ["repeat", "other"])
+    explore_games: float = 1.0
 
     def validate(self, prefix: str = "algorithm.rollout") -> None:
         check(self.episodes_per_iter > 0, f"{prefix}.episodes_per_iter", "must be positive")
         check(self.replay_capacity > 0, f"{prefix}.replay_capacity", "must be positive")
         check(0.0 <= self.explore_fraction <= 1.0, f"{prefix}.explore_fraction", "must be in [0, 1]")
+        check(0.0 < self.explore_games <= 1.0, f"{prefix}.explore_games", "must be in (0, 1]")
         check(len(self.explore_sources) > 0, f"{prefix}.explore_sources", "must name at least one source")
         for source in self.explore_sources:
             check_choice(source, f"{prefix}.explore_sources", EXPLORE_SOURCES)
@@ -75,6 +82,13 @@ class CriticTrainingConfig:
 
     Attributes:
         lr: critic Adam learning rate (2e-5 for Twenty Questions; OfflineArcher: 1e-5).
+        lr_final: if set, the learning rate falls geometrically from ``lr`` at the first iteration to ``lr_final`` at
+            the last (``lr * (lr_final / lr) ** ((i - 1) / (num_iterations - 1))`` at iteration i, the shape of
+            torch's ``ExponentialLR``; computed from the iteration, so a resumed run continues it): a critic that
+            learns fast while the values are far off and settles precisely at the end. null (the paper) keeps
+            ``lr``. A variant (docs/differences.md).
+        tau_final: the same schedule for the Polyak rate, from ``tau`` to ``tau_final``; null (the paper) keeps
+            ``tau``. A variant.
         gamma: discount of the Q target ``r + gamma * (1 - done) * Vbar(s')`` (paper: 0.95 for Twenty Questions,
             0.98 Detective, 0.9 WebShop [0.95 everywhere]; OfflineArcher: 0.99); also the discount of the
             Monte-Carlo returns an online run's replay buffer stores.
@@ -91,16 +105,20 @@ class CriticTrainingConfig:
     """
 
     lr: float = 2e-5
+    lr_final: float | None = None
     gamma: float = 0.95
     tau: float = 0.1
+    tau_final: float | None = None
     target_update_period: int = 1
     micro_batch_size: int = 8
     bootstrap_on_truncation: bool = False
 
     def validate(self, prefix: str = "algorithm.critic") -> None:
         check(self.lr > 0, f"{prefix}.lr", "must be positive")
+        check(self.lr_final is None or self.lr_final > 0, f"{prefix}.lr_final", "must be positive, or null")
         check(0 < self.gamma <= 1, f"{prefix}.gamma", "must be in (0, 1]")
         check(0 < self.tau <= 1, f"{prefix}.tau", "must be in (0, 1]")
+        check(self.tau_final is None or 0 < self.tau_final <= 1, f"{prefix}.tau_final", "must be in (0, 1], or null")
         check(
             isinstance(self.target_update_period, int) and self.target_update_period >= 1,
             f"{prefix}.target_update_period",

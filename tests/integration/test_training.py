@@ -220,6 +220,15 @@ def test_past_exploration_replays_moves_from_the_replay_buffer(tmp_path: Path) -
     assert second.actions and set(second.actions) <= set(seen)  # every move of the second batch is an old one
 
 
+def test_the_trainer_lets_only_the_drawn_share_of_games_explore(tmp_path: Path) -> None:
+    # Every move of an exploring game would be replaced; with a vanishing share of exploring games none is.
+    explore = ["algorithm.rollout.explore_fraction=1.0", "algorithm.rollout.explore_games=1e-9"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *explore)
+    assert trainer.collect(1)["rollout/replaced_move_fraction"] == 0.0
+    trainer.cfg.algorithm.rollout.explore_games = 1.0
+    assert trainer.collect(2)["rollout/replaced_move_fraction"] > 0.5
+
+
 def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
     algorithm = trainer.algorithm

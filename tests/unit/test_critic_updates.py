@@ -13,7 +13,12 @@ import torch
 from accelerate import Accelerator
 
 from archer.algorithms.archer import ArcherAlgorithm, archer_value_loss
-from archer.algorithms.critic_updates import CriticLearner, done_flags, length_grouped_micro_batches
+from archer.algorithms.critic_updates import (
+    CriticLearner,
+    done_flags,
+    geometric_schedule,
+    length_grouped_micro_batches,
+)
 from archer.algorithms.losses import archer_critic_loss, iql_critic_loss
 from archer.algorithms.offline_filtered_bc import buffer_episodes
 from archer.config import ArcherConfig, CriticConfig, CriticTrainingConfig
@@ -200,6 +205,54 @@ def test_a_restored_learner_keeps_the_target_update_schedule(critic: DoubleCriti
     old = _learner(copy.deepcopy(critic), archer_critic_loss, target_update_period=3)
     old.load_state_dict(state)
     assert old.steps_taken == 0
+
+
+def test_geometric_schedule_is_geometric_from_lr_to_lr_final() -> None:
+    # 1e-3 to 1e-4 over 3 iterations: the middle one is 1e-3 * 0.1 ** 0.5 = 3.1623e-4.
+    assert geometric_schedule(1e-3, 1e-4, 1, 3) == pytest.approx(1e-3)
+    assert geometric_schedule(1e-3, 1e-4, 2, 3) == pytest.approx(3.16227766e-4)
+    assert geometric_schedule(1e-3, 1e-4, 3, 3) == pytest.approx(1e-4)
+    # Over 11 iterations the 6th is halfway in log space: 1e-2 to 1e-4 passes 1e-3.
+    assert geometric_schedule(1e-2, 1e-4, 6, 11) == pytest.approx(1e-3)
+    assert geometric_schedule(1e-3, None, 7, 10) == 1e-3
+    assert geometric_schedule(1e-3, 1e-4, 1, 1) == 1e-3
+
+
+def test_learner_steps_at_its_iterations_learning_rate_resume_included(
+    critic: DoubleCritic, buffer: ReplayBuffer
+) -> None:
+    learner = _learner(critic, archer_critic_loss, lr=1e-3, lr_final=1e-5, num_iterations=3)
+    batch = buffer.get(np.arange(4))
+    assert learner.step(batch, batch.actions, iteration=1, step=0)["critic/lr"] == pytest.approx(1e-3)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3)
+    # The restored optimiser carries iteration 1's rate; the step at iteration 3 uses iteration 3's.
+    resumed = _learner(copy.deepcopy(critic), archer_critic_loss, lr=1e-3, lr_final=1e-5, num_iterations=3)
+    resumed.load_state_dict(copy.deepcopy(learner.state_dict()))
+    before = {n: p.detach().clone() for n, p in resumed.critic.named_parameters()}
+    assert resumed.step(batch, batch.actions, iteration=3, step=0)["critic/lr"] == pytest.approx(1e-5)
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(1e-5)
+    # Adam's second step moves each weight by about lr (its update is about 1 in size): at 1e-5, not 1e-3.
+    largest = max((p.detach() - before[n]).abs().max().item() for n, p in resumed.critic.named_parameters())
+    assert 0 < largest < 5e-5
+
+
+def test_the_target_moves_at_its_iterations_polyak_rate(critic: DoubleCritic, buffer: ReplayBuffer) -> None:
+    # tau from 0.5 to 0.125 over 3 iterations: 0.5 * 0.25 ** 0.5 = 0.25 at the second.
+    learner = _learner(critic, archer_critic_loss, tau=0.5, tau_final=0.125, num_iterations=3)
+    batch = buffer.get(np.arange(4))
+    before = {n: p.detach().clone() for n, p in learner.target_critic.named_parameters()}
+    assert learner.step(batch, batch.actions, iteration=2, step=0)["critic/tau"] == pytest.approx(0.25)
+    online = dict(learner.critic.named_parameters())
+    for name, param in learner.target_critic.named_parameters():
+        torch.testing.assert_close(param, 0.75 * before[name] + 0.25 * online[name].detach())
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("lr_final", 0.0), ("lr_final", -1e-4), ("tau_final", 0.0), ("tau_final", 1.5)]
+)
+def test_final_rates_must_be_in_range(key, value) -> None:
+    with pytest.raises(ValueError, match=key):
+        CriticTrainingConfig(**{key: value}).validate()
 
 
 @pytest.mark.parametrize("period", [0, -2, 1.5])
