@@ -26,7 +26,8 @@ an upper expectile of Qbar at the samples instead of their mean), ``q_target_mc_
 (mixed Monte-Carlo Q target), ``critic.target_update_period`` (the target critic updated every N-th step only),
 ``critic.lr_final`` and ``critic.tau_final`` (the critic's learning and Polyak rates decayed over the run),
 ``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
-minus the mean Q of its state's samples) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
+minus the mean Q of its state's samples), ``actor_states="policy"`` (the actor samples only states the policy
+reached without an exploring rollout's replaced move) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
 policy). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every iteration also
 logs ``advantage_check`` on the new games: how well the critic's advantages track the returns that were observed.
 """
@@ -237,11 +238,15 @@ class ArcherAlgorithm(Algorithm):
         steps = tqdm(range(self.cfg.actor_steps_per_iter), desc="actor", leave=False, disable=not self.progress)
         per_state = self.cfg.actor_samples_per_state
         for step in steps:
-            batch = buffer.sample(self.cfg.actor_batch_size // per_state, rng)
+            draw = buffer.sample_policy_states if self.cfg.actor_states == "policy" else buffer.sample
+            batch = draw(self.cfg.actor_batch_size // per_state, rng)
             # Each state's samples are consecutive rows, the layout actor_advantages groups by.
             observations = [obs for obs in batch.observations for _ in range(per_state)]
             records.append(self.actor_step(observations, iteration, step))
-        return mean_metrics(records)
+        metrics = mean_metrics(records)
+        if self.cfg.actor_states == "policy":
+            metrics["actor/policy_state_fraction"] = buffer.policy_state_fraction()
+        return metrics
 
     # ---- the iteration -----------------------------------------------------------------------------------
 

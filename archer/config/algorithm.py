@@ -24,6 +24,7 @@ from archer.config.checks import check, check_choice
 
 V_TARGET_ACTIONS = ("sample", "replay")
 EXPLORE_SOURCES = ("repeat", "other", "past")
+ACTOR_STATES = ("all", "policy")
 
 
 @dataclass
@@ -386,6 +387,12 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             never seen and so cannot judge. 0 (the paper) builds no copy. Online ArCHer's own actor only (CHAI's
             too), not the token-baseline or PPO variants'. Not the same term as ``iql_reinforce``'s ``kl_coeff``
             (a mixing weight of two losses) or ``ppo``'s (a per-token reward penalty).
+        actor_states: the replay states the actor samples its actions at. ``all`` (the paper): every stored
+            transition's state. ``policy``: only states the policy reached by its own moves, none of its game's
+            earlier moves replaced by an exploring rollout (``rollout.explore_fraction``): the critic still learns
+            from every move, while the policy is trained where it plays, not in the detours the exploring moves
+            made (a game with a replaced move is often long and strange). The same as ``all`` without exploring
+            rollouts. A variant (docs/differences.md).
     """
 
     name: str = "archer"
@@ -407,6 +414,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
     log_advantage_check: bool = False
     actor_samples_per_state: int = 1
     kl_coeff: float = 0.0
+    actor_states: str = "all"
 
     @property
     def trains_policy(self) -> bool:
@@ -437,6 +445,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             f"must be >= 1 and divide actor_batch_size={self.actor_batch_size}",
         )
         check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
+        check_choice(self.actor_states, "algorithm.actor_states", ACTOR_STATES)
 
 
 @dataclass

@@ -29,10 +29,12 @@ from archer.data.rollout import ActFn, BatchActor, TurnFn, split_actions
 
 @dataclass
 class ExploredGeneration:
-    """The moves one turn plays: texts, and the token ids when the inner actor gave them."""
+    """The moves one turn plays: texts, the token ids when the inner actor gave them, and which moves were
+    replaced (the rollout records them in ``Trajectory.replaced_moves``)."""
 
     texts: list[str]
-    token_ids: list[list[int]]
+    token_ids: list[list[int]] | None
+    replaced: list[bool]
 
 
 @dataclass
@@ -91,6 +93,7 @@ class ExploringActor:
             ids: list[list[int] | None] = list(token_ids) if token_ids is not None else [None] * len(texts)
             proposed = list(zip(texts, ids, strict=True))
             moves = list(proposed)
+            replaced = [False] * len(slots)
             for slot in slots:
                 if slot not in exploring:
                     exploring[slot] = self.games >= 1.0 or self.rng.random() < self.games
@@ -111,11 +114,13 @@ class ExploringActor:
                     moves[k] = proposed[others[self.rng.integers(len(others))]]
                 else:
                     moves[k] = self.past[self.rng.integers(len(self.past))]
+                replaced[k] = True
                 self.count.replaced += 1
             for slot, move in zip(slots, moves, strict=True):
                 played.setdefault(slot, []).append(move)
+            texts = [text for text, _ in moves]
             if token_ids is None:
-                return [text for text, _ in moves]
-            return ExploredGeneration(texts=[text for text, _ in moves], token_ids=[list(i or []) for _, i in moves])
+                return ExploredGeneration(texts=texts, token_ids=None, replaced=replaced)
+            return ExploredGeneration(texts=texts, token_ids=[list(i or []) for _, i in moves], replaced=replaced)
 
         return turn

@@ -57,6 +57,8 @@ class ReplayBuffer:
         self._truncated = np.zeros(self.capacity, dtype=bool)
         self._mc_returns = np.zeros(self.capacity, dtype=np.float32)
         self._episode_returns = np.zeros(self.capacity, dtype=np.float32)
+        # True where the transition's state follows a move an exploring rollout replaced (Trajectory.replaced_moves).
+        self._after_replaced = np.zeros(self.capacity, dtype=bool)
         self._next = 0  # slot the next transition is written to
         self._size = 0  # slots 0 .. size-1 are occupied
         # Interned text table.
@@ -84,7 +86,8 @@ class ReplayBuffer:
         """Append a trajectory's transitions, evicting the oldest ones if the buffer is full.
 
         The last transition gets the trajectory's ``terminated`` / ``truncated`` flags; every transition gets its
-        discounted reward-to-go and the episode's undiscounted return. If the trajectory alone exceeds
+        discounted reward-to-go, the episode's undiscounted return and whether an earlier move of its game was
+        replaced by an exploring rollout (``sample_policy_states``). If the trajectory alone exceeds
         ``capacity``, only its last ``capacity`` transitions are kept.
         """
         steps = trajectory.length
@@ -117,6 +120,10 @@ class ReplayBuffer:
         self._rewards[slots] = trajectory.rewards[first:]
         self._mc_returns[slots] = mc_returns[first:]
         self._episode_returns[slots] = trajectory.episode_return
+        replaced = np.asarray(trajectory.replaced_moves or [False] * steps, dtype=bool)
+        # State t follows a replaced move when any of moves 0 .. t-1 was replaced (move t itself does not count).
+        after = np.concatenate([[False], np.cumsum(replaced)[:-1] > 0])
+        self._after_replaced[slots] = after[first:]
         self._terminated[slots] = False
         self._truncated[slots] = False
         self._terminated[slots[-1]] = trajectory.terminated
@@ -140,6 +147,23 @@ class ReplayBuffer:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         # Slots 0 .. size-1 are exactly the occupied ones, so drawing slots directly is uniform (no modulo).
         return self.get(rng.integers(0, self._size, size=batch_size))
+
+    def sample_policy_states(self, batch_size: int, rng: np.random.Generator) -> TransitionBatch:
+        """Like ``sample``, but only among transitions whose state the policy reached by its own moves: no earlier
+        move of the game was replaced by an exploring rollout. With none such, every transition is drawn from.
+        """
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty replay buffer; add trajectories first")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        own = np.flatnonzero(~self._after_replaced[: self._size])
+        if len(own) == 0:
+            return self.sample(batch_size, rng)
+        return self.get(own[rng.integers(0, len(own), size=batch_size)])
+
+    def policy_state_fraction(self) -> float:
+        """The share of stored transitions whose state the policy reached by its own moves (1 when empty)."""
+        return 1.0 - float(self._after_replaced[: self._size].mean()) if self._size else 1.0
 
     def episode_slots(self, slot: int) -> np.ndarray:
         """The slots of the episode that holds ``slot``, in order (its evicted start excluded).
@@ -214,6 +238,7 @@ class ReplayBuffer:
             self._truncated,
             self._mc_returns,
             self._episode_returns,
+            self._after_replaced,
         )
         # The dict's keys are the table's strings, counted once in _text_bytes; refcounts are almost all small
         # cached ints, so only the containers' pointer arrays are counted for them.
@@ -244,6 +269,7 @@ class ReplayBuffer:
             "truncated": self._truncated[:n].tolist(),
             "mc_returns": self._mc_returns[:n].tolist(),
             "episode_returns": self._episode_returns[:n].tolist(),
+            "after_replaced": self._after_replaced[:n].tolist(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -272,6 +298,8 @@ class ReplayBuffer:
         self._truncated[:n] = state["truncated"]
         self._mc_returns[:n] = state["mc_returns"]
         self._episode_returns[:n] = state["episode_returns"]
+        # A state saved before the flag existed has none: its transitions count as the policy's own.
+        self._after_replaced[:n] = state.get("after_replaced", [False] * n)
         self._action_bytes = sum(sys.getsizeof(a) for a in self._actions[:n])
 
         self._texts = list(state["texts"])

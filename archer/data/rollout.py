@@ -19,7 +19,9 @@ class TokenizedActions(Protocol):
 
 
 # An acting function returns the action texts, or an object with ``.texts`` and ``.token_ids`` when the token ids
-# should be recorded in the trajectories (``Trajectory.action_token_ids``).
+# should be recorded in the trajectories (``Trajectory.action_token_ids``; ``.token_ids`` may be None). An object
+# that also has ``.replaced`` (one flag per action: an exploring rollout's replaced moves) has them recorded in
+# ``Trajectory.replaced_moves``.
 ActFn = Callable[[list[str]], "list[str] | TokenizedActions"]
 # One batch's acting function: the live games' observations and their slots in the batch (a game keeps its slot).
 TurnFn = Callable[[list[str], list[int]], "list[str] | TokenizedActions"]
@@ -37,8 +39,9 @@ class BatchActor(Protocol):
 def split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple[list[str], list[list[int]] | None]:
     """The action texts and, when the acting function gave them, their token ids; both checked for length."""
     if hasattr(chosen, "texts"):
-        texts, token_ids = list(chosen.texts), list(chosen.token_ids)
-        if len(token_ids) != len(texts):
+        texts = list(chosen.texts)
+        token_ids = None if chosen.token_ids is None else list(chosen.token_ids)
+        if token_ids is not None and len(token_ids) != len(texts):
             raise ValueError(f"the acting function returned {len(token_ids)} token-id lists for {len(texts)} actions")
     else:
         texts, token_ids = list(chosen), None
@@ -61,19 +64,24 @@ def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[
     action_ids: list[list[list[int]]] = [[] for _ in range(num_games)]
     with_ids: bool | None = None  # fixed by the first turn
     rewards: list[list[float]] = [[] for _ in range(num_games)]
+    replaced: list[list[bool]] = [[] for _ in range(num_games)]
     endings: list[tuple[bool, bool, dict]] = [(False, False, {})] * num_games
     current = list(observations)
     while any(env.active):
         live = [i for i, alive in enumerate(env.active) if alive]
-        chosen, chosen_ids = split_actions(turn([current[i] for i in live], live), len(live))
+        turn_result = turn([current[i] for i in live], live)
+        chosen, chosen_ids = split_actions(turn_result, len(live))
+        chosen_replaced = getattr(turn_result, "replaced", None) or [False] * len(live)
         if with_ids is None:
             with_ids = chosen_ids is not None
         elif with_ids != (chosen_ids is not None):
             raise ValueError("the acting function must return token ids on every turn of a batch or on none")
         batch_actions: list[str | None] = [None] * num_games
         batch_ids: list[list[int] | None] = [None] * num_games
+        batch_replaced = [False] * num_games
         for k, (i, action) in enumerate(zip(live, chosen, strict=True)):
             batch_actions[i] = action
+            batch_replaced[i] = bool(chosen_replaced[k])
             if chosen_ids is not None:
                 batch_ids[i] = list(chosen_ids[k])
         for i, result in enumerate(env.step(batch_actions)):
@@ -83,6 +91,7 @@ def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[
             if with_ids:
                 action_ids[i].append(batch_ids[i])
             rewards[i].append(result.reward)
+            replaced[i].append(batch_replaced[i])
             history[i].append(result.observation)
             current[i] = result.observation
             if result.done:
@@ -96,6 +105,7 @@ def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[
             truncated=endings[i][1],
             info=endings[i][2],
             action_token_ids=action_ids[i] if with_ids else None,
+            replaced_moves=replaced[i] if any(replaced[i]) else None,
         )
         for i in range(num_games)
     ]

@@ -30,6 +30,9 @@ class Trajectory:
         action_token_ids: optional, T lists of the exact token ids the policy sampled for each action (terminator
             included, as ``Generation.token_ids``); recorded by the rollout when the acting function returns them.
             Token-level algorithms (PPO) need them; ``None`` when only the texts are known.
+        replaced_moves: optional, T flags: ``replaced_moves[t]`` is true when move t was not the policy's own but
+            replaced by an exploring rollout (``archer.data.exploration``); ``None`` when nothing was replaced or
+            nobody recorded it. The replay buffer uses them to tell the states the policy reached by itself.
 
     Raises:
         ValueError: if the lengths disagree, both end flags are set, or ``action_token_ids`` is given with the
@@ -43,6 +46,7 @@ class Trajectory:
     truncated: bool = False
     info: dict[str, Any] = field(default_factory=dict)
     action_token_ids: list[list[int]] | None = None
+    replaced_moves: list[bool] | None = None
 
     def __post_init__(self) -> None:
         if len(self.observations) != len(self.actions) + 1:
@@ -61,6 +65,8 @@ class Trajectory:
                 f"got {len(self.action_token_ids)} token-id lists for {len(self.actions)} actions; give one per "
                 "action, or None"
             )
+        if self.replaced_moves is not None and len(self.replaced_moves) != len(self.actions):
+            raise ValueError(f"got {len(self.replaced_moves)} replaced-move flags for {len(self.actions)} actions")
         # Converting here means a first reward of int 0 can never make later code infer an integer dtype
         # (the reference buffer truncated fractional rewards that way).
         self.rewards = [float(r) for r in self.rewards]

@@ -229,6 +229,19 @@ def test_the_trainer_lets_only_the_drawn_share_of_games_explore(tmp_path: Path) 
     assert trainer.collect(2)["rollout/replaced_move_fraction"] > 0.5
 
 
+def test_the_actor_samples_only_the_policys_own_states_when_asked(tmp_path: Path) -> None:
+    # Every move replaced (4 games, each with partners): only the games' first states are the policy's own.
+    explore = ["algorithm.rollout.explore_fraction=1.0", "algorithm.actor_states=policy"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *explore)
+    trainer.collect(1)
+    firsts = {state for state in trainer.buffer.get(list(range(len(trainer.buffer)))).observations if "?" not in state}
+    seen: list[str] = []
+    trainer.algorithm.actor_step = lambda observations, iteration, step: seen.extend(observations) or {}
+    metrics = trainer.algorithm.actor_phase(trainer.buffer, 2, trainer.rng)
+    assert len(seen) == 8 and set(seen) <= firsts
+    assert 0 < metrics["actor/policy_state_fraction"] < 1
+
+
 def test_archer_phases_touch_only_their_network_and_target_moves_by_tau(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY)
     algorithm = trainer.algorithm

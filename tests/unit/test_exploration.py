@@ -49,12 +49,14 @@ def test_fraction_zero_plays_the_policys_moves() -> None:
     for slot, game in enumerate(games):
         assert game.actions == [f"Is it move {t} of game {slot}?" for t in range(len(game.actions))]
         assert game.action_token_ids == [[slot, t] for t in range(len(game.actions))]
+        assert game.replaced_moves is None  # nothing replaced: nothing recorded
     assert count.replaced == 0 and count.moves == sum(len(g.actions) for g in games)
 
 
 def test_fraction_one_replaces_every_move_by_a_repeat_or_another_games_move_this_turn() -> None:
     games, count = play(1.0)
     assert count.replaced == count.moves == 4 * 6  # nothing wins: four games of six turns, all with a partner
+    assert all(game.replaced_moves == [True] * 6 for game in games)  # the rollout records every replaced move
     kinds = set()
     for slot, game in enumerate(games):
         for t, (text, ids) in enumerate(zip(game.actions, game.action_token_ids, strict=True)):
@@ -71,6 +73,7 @@ def test_fraction_one_replaces_every_move_by_a_repeat_or_another_games_move_this
 def test_a_fraction_replaces_about_that_share_and_a_seed_repeats_the_choices() -> None:
     games, count = play(0.3, seed=1, games=8)
     assert 0.15 < count.replaced / count.moves < 0.45
+    assert sum(sum(game.replaced_moves or []) for game in games) == count.replaced  # each flagged where it happened
     again, _ = play(0.3, seed=1, games=8)
     assert [g.actions for g in games] == [g.actions for g in again]
 
@@ -86,6 +89,7 @@ def test_only_the_drawn_share_of_games_explores() -> None:
     for slot, game in enumerate(games):
         if not own[slot]:
             assert all(ids != [slot, t] for t, ids in enumerate(game.action_token_ids))
+        assert game.replaced_moves == (None if own[slot] else [True] * 6)
 
 
 def test_a_share_of_exploring_games_outside_0_1_is_refused() -> None:

@@ -210,3 +210,42 @@ def test_sample_episodes_includes_every_transition_equally_often() -> None:
     # included as often as each of the nine-turn episode's: 0.5 episodes per draw each, 0.1 of the inclusions.
     np.testing.assert_allclose(counts / counts.sum(), np.full(10, 0.1), atol=0.02)
     assert sum(len(s) for s in buffer.sample_episodes(20, rng)) >= 20
+
+
+def test_policy_states_exclude_the_states_after_a_replaced_move(tmp_path):
+    buffer = ReplayBuffer(capacity=16, gamma_mc=0.95)
+    explored = _history_trajectory("a", 4)
+    explored.replaced_moves = [False, True, False, False]  # move 1 replaced: states 2 and 3 follow it
+    buffer.add_trajectories([explored, _history_trajectory("b", 2)])
+    own = {"Questions:\n", "Questions:\na question 0? No.\n", "Questions:\nb question 0? No.\n"}
+    batch = buffer.sample_policy_states(64, np.random.default_rng(0))
+    assert set(batch.observations) == own  # 4 of the 6 transitions, each drawn
+    assert buffer.policy_state_fraction() == pytest.approx(4 / 6)
+    # The flags survive a checkpoint; a state saved before they existed counts every transition as the policy's.
+    state = buffer.state_dict()
+    assert state["after_replaced"] == [False, False, True, True, False, False]
+    path = tmp_path / "buffer.pt"
+    torch.save(state, path)
+    restored = ReplayBuffer(capacity=1, gamma_mc=0.0)
+    restored.load_state_dict(torch.load(path, weights_only=True))
+    assert set(restored.sample_policy_states(64, np.random.default_rng(1)).observations) == own
+    del state["after_replaced"]
+    old = ReplayBuffer(capacity=1, gamma_mc=0.0)
+    old.load_state_dict(state)
+    assert old.policy_state_fraction() == 1.0
+
+
+def test_policy_states_fall_back_to_every_state_when_none_is_the_policys():
+    # Move 0 replaced: state 0 is still the policy's own, state 1 is not; a buffer holding only the transition from
+    # state 1 has no policy state, and the draw falls back to it.
+    explored = _history_trajectory("a", 2)
+    explored.replaced_moves = [True, False]
+    buffer = ReplayBuffer(capacity=1, gamma_mc=0.95)  # keeps the last transition only
+    buffer.add_trajectory(explored)
+    assert buffer.policy_state_fraction() == 0.0
+    assert (
+        buffer.sample_policy_states(3, np.random.default_rng(0)).observations
+        == ["Questions:\na question 0? No.\n"] * 3
+    )
+    with pytest.raises(ValueError, match="empty"):
+        ReplayBuffer(capacity=8, gamma_mc=0.95).sample_policy_states(3, np.random.default_rng(0))
