@@ -141,10 +141,7 @@ class ReplayBuffer:
         Returns:
             The sampled transitions.
         """
-        if self._size == 0:
-            raise ValueError("cannot sample from an empty replay buffer; add trajectories first")
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._check_sampling(batch_size)
         # Slots 0 .. size-1 are exactly the occupied ones, so drawing slots directly is uniform (no modulo).
         return self.get(rng.integers(0, self._size, size=batch_size))
 
@@ -152,14 +149,17 @@ class ReplayBuffer:
         """Like ``sample``, but only among transitions whose state the policy reached by its own moves: no earlier
         move of the game was replaced by an exploring rollout. With none such, every transition is drawn from.
         """
-        if self._size == 0:
-            raise ValueError("cannot sample from an empty replay buffer; add trajectories first")
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._check_sampling(batch_size)
         own = np.flatnonzero(~self._after_replaced[: self._size])
         if len(own) == 0:
             return self.sample(batch_size, rng)
         return self.get(own[rng.integers(0, len(own), size=batch_size)])
+
+    def _check_sampling(self, batch_size: int) -> None:
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty replay buffer; add trajectories first")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
 
     def policy_state_fraction(self) -> float:
         """The share of stored transitions whose state the policy reached by its own moves (1 when empty)."""
