@@ -237,8 +237,8 @@ class ArcherAlgorithm(Algorithm):
         records = []
         steps = tqdm(range(self.cfg.actor_steps_per_iter), desc="actor", leave=False, disable=not self.progress)
         per_state = self.cfg.actor_samples_per_state
+        draw = buffer.sample_policy_states if self.cfg.actor_states == "policy" else buffer.sample
         for step in steps:
-            draw = buffer.sample_policy_states if self.cfg.actor_states == "policy" else buffer.sample
             batch = draw(self.cfg.actor_batch_size // per_state, rng)
             # Each state's samples are consecutive rows, the layout actor_advantages groups by.
             observations = [obs for obs in batch.observations for _ in range(per_state)]
