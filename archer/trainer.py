@@ -50,7 +50,7 @@ from archer.checkpointing import (
     save_checkpoint,
     set_rng_state,
 )
-from archer.config import POLICY_BODY, RunConfig
+from archer.config import POLICY_BODY, ArcherConfig, RunConfig
 from archer.data.exploration import ExploringActor
 from archer.data.offline import load_offline_trajectories
 from archer.data.replay_buffer import ReplayBuffer
@@ -194,6 +194,8 @@ class Trainer:
         #    that rollouts fill.
         with self.placement.main_process_first():
             self.buffer = self._build_buffer()
+            if isinstance(cfg.algorithm, ArcherConfig) and cfg.algorithm.bc_coeff > 0:
+                self.algorithm.demonstrations = self._dataset_buffer()
         self.rng = np.random.default_rng([cfg.seed, self.placement.process_index])
 
         # 4. Records: resume from this folder's checkpoint, or start fresh (from an earlier run's networks with
@@ -249,6 +251,10 @@ class Trainer:
                 buffer.add_trajectories(load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress))
                 log.info("replay buffer prefilled with %d offline transitions", len(buffer))
             return buffer
+        return self._dataset_buffer()
+
+    def _dataset_buffer(self) -> ReplayBuffer:
+        """The offline dataset (``data``) in a buffer of its own size."""
         trajectories = load_offline_trajectories(self.cfg, self.cache_dir, progress=self.progress)
         num_transitions = sum(t.length for t in trajectories)
         buffer = ReplayBuffer(capacity=max(num_transitions, 1), gamma_mc=1.0)

@@ -27,9 +27,11 @@ an upper expectile of Qbar at the samples instead of their mean), ``q_target_mc_
 ``critic.lr_final`` and ``critic.tau_final`` (the critic's learning and Polyak rates decayed over the run),
 ``actor_samples_per_state`` (K samples per replay state, each weighted by its Q
 minus the mean Q of its state's samples), ``actor_states="policy"`` (the actor samples only states the policy
-reached without an exploring rollout's replaced move) and ``kl_coeff`` (a KL penalty to a frozen copy of the starting
-policy). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every iteration also
-logs ``advantage_check`` on the new games: how well the critic's advantages track the returns that were observed.
+reached without an exploring rollout's replaced move), ``kl_coeff`` (a KL penalty to a frozen copy of the starting
+policy) and ``bc_coeff`` (a behaviour-cloning term on the run's offline dataset, which the trainer attaches as
+``demonstrations``). With ``log_advantage_check`` (off by default: it costs a critic pass per new move) every
+iteration also logs ``advantage_check`` on the new games: how well the critic's advantages track the returns that
+were observed.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from archer.algorithms.base import Algorithm, check_finite, frozen_copy, length_
 from archer.algorithms.critic_updates import CriticLearner, CriticLoss, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
+    bc_loss,
     centered,
     group_baseline_advantages,
     iql_critic_loss,
@@ -119,6 +122,8 @@ class ArcherAlgorithm(Algorithm):
             [p for p in policy.model.parameters() if p.requires_grad], lr=cfg.actor_lr
         )
         self.reference: LanguagePolicy | None = frozen_copy(policy) if cfg.kl_coeff > 0 else None
+        # The bc_coeff term's dataset (archer.trainer attaches it; not checkpointed: it is rebuilt from ``data``).
+        self.demonstrations: ReplayBuffer | None = None
 
     # ---- critic ------------------------------------------------------------------------------------------
 
@@ -192,8 +197,11 @@ class ArcherAlgorithm(Algorithm):
                 advantages = utterance_advantage(critic_out.q1, critic_out.q2, critic_out.v1, critic_out.v2)
         return centered(advantages) if self.cfg.center_advantages else advantages
 
-    def actor_step(self, observations: list[str], iteration: int, step: int) -> dict[str, float]:
-        """One REINFORCE step on fresh policy samples at ``observations``."""
+    def actor_step(
+        self, observations: list[str], iteration: int, step: int, cloned: TransitionBatch | None = None
+    ) -> dict[str, float]:
+        """One REINFORCE step on fresh policy samples at ``observations``; with ``cloned`` (dataset transitions), the
+        step's gradient also holds ``bc_coeff`` times their behaviour-cloning loss."""
         cfg = self.cfg
         generation = generate_at_states(self.policy, observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
@@ -218,6 +226,7 @@ class ArcherAlgorithm(Algorithm):
             check_finite(loss, "actor loss", iteration, step)
             accumulate(self.accelerator, loss, len(micro), size)
             losses.append(loss.item() * len(micro) / size)
+        cloning_loss = None if cloned is None else self._accumulate_cloning_loss(cloned, iteration, step)
         grad_norm = clip_and_step(
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), cfg.max_grad_norm
         )
@@ -231,18 +240,46 @@ class ArcherAlgorithm(Algorithm):
         if log_ratios:
             # log pi(a~) - log pi_start(a~) per utterance: its mean estimates KL(pi || pi_start) per utterance.
             metrics["actor/kl_start"] = torch.cat(log_ratios).mean().item()
+        if cloning_loss is not None:
+            metrics["actor/bc_loss"] = cloning_loss
         return metrics
+
+    def _accumulate_cloning_loss(self, cloned: TransitionBatch, iteration: int, step: int) -> float:
+        """Add the gradient of ``bc_coeff`` times the behaviour-cloning loss of the dataset transitions ``cloned``;
+        returns that loss (unweighted, averaged over the transitions)."""
+        observations = list(cloned.observations)
+        action_ids = self.policy.encode_actions(list(cloned.actions))
+        size = len(observations)
+        total = 0.0
+        for micro in length_grouped_micro_batches(
+            self.policy, observations, action_ids, self.cfg.actor_micro_batch_size
+        ):
+            # Scored as cloning scored them (the plain softmax): the term is the loss that built the start.
+            token_logprobs, mask = self.policy.token_logprobs(
+                [observations[i] for i in micro], [action_ids[i] for i in micro], as_sampled=False
+            )
+            loss = bc_loss(token_logprobs, mask)
+            check_finite(loss, "actor cloning loss", iteration, step)
+            accumulate(self.accelerator, self.cfg.bc_coeff * loss, len(micro), size)
+            total += loss.item() * len(micro) / size
+        return total
 
     def actor_phase(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
         records = []
         steps = tqdm(range(self.cfg.actor_steps_per_iter), desc="actor", leave=False, disable=not self.progress)
         per_state = self.cfg.actor_samples_per_state
         draw = buffer.sample_policy_states if self.cfg.actor_states == "policy" else buffer.sample
+        if self.cfg.bc_coeff > 0 and self.demonstrations is None:
+            raise RuntimeError("bc_coeff > 0 needs the offline dataset: attach it as `demonstrations` first")
         for step in steps:
             batch = draw(self.cfg.actor_batch_size // per_state, rng)
             # Each state's samples are consecutive rows, the layout actor_advantages groups by.
             observations = [obs for obs in batch.observations for _ in range(per_state)]
-            records.append(self.actor_step(observations, iteration, step))
+            if self.cfg.bc_coeff > 0:
+                cloned = self.demonstrations.sample(self.cfg.actor_batch_size, rng)
+                records.append(self.actor_step(observations, iteration, step, cloned))
+            else:
+                records.append(self.actor_step(observations, iteration, step))
         metrics = mean_metrics(records)
         if self.cfg.actor_states == "policy":
             metrics["actor/policy_state_fraction"] = buffer.policy_state_fraction()

@@ -393,6 +393,14 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             from every move, while the policy is trained where it plays, not in the detours the exploring moves
             made (a game with a replaced move is often long and strange). The same as ``all`` without exploring
             rollouts. A variant (docs/differences.md).
+        bc_coeff: weight of a behaviour-cloning term in the actor's loss (InstructGPT's pretraining mix, Ouyang et
+            al. 2022): every actor step also draws ``actor_batch_size`` transitions of the run's offline dataset
+            (``data``: its file, or the scripted players' games the starting policy was cloned from) and adds
+            ``bc_coeff`` times their negative log-likelihood (``losses.bc_loss``: summed over each action's tokens,
+            under the plain softmax, as cloning scored them) to the policy-gradient loss. The KL penalty holds the
+            policy only at the states its actor samples; this term holds it wherever the dataset's games go,
+            states the policy itself rarely reaches included. 0 (the paper) loads no dataset. Online ArCHer's own
+            actor only (CHAI's too). A variant (docs/differences.md).
     """
 
     name: str = "archer"
@@ -415,6 +423,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
     actor_samples_per_state: int = 1
     kl_coeff: float = 0.0
     actor_states: str = "all"
+    bc_coeff: float = 0.0
 
     @property
     def trains_policy(self) -> bool:
@@ -445,6 +454,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             f"must be >= 1 and divide actor_batch_size={self.actor_batch_size}",
         )
         check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
+        check(self.bc_coeff >= 0, "algorithm.bc_coeff", "must be >= 0 (0 = no behaviour-cloning term)")
         check_choice(self.actor_states, "algorithm.actor_states", ACTOR_STATES)
 
 
@@ -652,6 +662,7 @@ class ArcherBaselineConfig(ValueModelMixin, ArcherConfig):
     def validate(self) -> None:
         super().validate()
         check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
+        check(self.bc_coeff == 0, "algorithm.bc_coeff", f"is online ArCHer's actor term; {self.name} has none")
 
 
 @dataclass
@@ -674,6 +685,7 @@ class ArcherPPOConfig(PPOUpdateMixin, ArcherConfig):
     def validate(self) -> None:
         super().validate()
         check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
+        check(self.bc_coeff == 0, "algorithm.bc_coeff", f"is online ArCHer's actor term; {self.name} has none")
 
 
 @dataclass

@@ -395,6 +395,65 @@ def test_kl_penalty_measures_the_drift_from_a_frozen_copy_of_the_start(tmp_path:
     assert plain.algorithm.reference is None
 
 
+def test_the_cloning_term_adds_bc_coeff_times_the_datasets_likelihood_gradient(tmp_path: Path) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.bc_coeff=0.5")
+    algorithm = trainer.algorithm
+    dataset = algorithm.demonstrations
+    assert dataset is not None and len(dataset) > 0
+    assert tiny_archer(tmp_path / "plain", str(tmp_path / "cache"), *ARCHER_TINY).algorithm.demonstrations is None
+    cloned = dataset.sample(6, np.random.default_rng(0))
+    params = [p for p in trainer.policy.model.parameters() if p.requires_grad]
+
+    # The expected gradient, built without the code under test: 0.5 * -mean_b log pi(a_b | s_b), scored one row
+    # at a time (no padding) as the sum of the action tokens' log-probabilities.
+    trainer.policy.model.zero_grad()
+    expected_loss = 0.0
+    for observation, action in zip(cloned.observations, cloned.actions, strict=True):
+        ids = trainer.policy.encode_actions([action])
+        row = -trainer.policy.sequence_logprobs([observation], ids, as_sampled=False)[0] / len(cloned)
+        (0.5 * row).backward()
+        expected_loss += row.item()
+    expected = [p.grad.clone() for p in params]
+    trainer.policy.model.zero_grad()
+
+    # Micro-batches of 4 and 2 rows (actor_micro_batch_size): the weighting makes them one batch's mean.
+    loss = algorithm._accumulate_cloning_loss(cloned, iteration=2, step=0)
+    assert loss == pytest.approx(expected_loss, rel=1e-5)
+    for param, grad in zip(params, expected, strict=True):
+        torch.testing.assert_close(param.grad, grad, rtol=1e-4, atol=1e-6)
+    trainer.policy.model.zero_grad()
+
+
+def test_the_actor_phase_hands_each_step_a_batch_of_dataset_transitions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.bc_coeff=0.5")
+    algorithm = trainer.algorithm
+    trainer.collect(1)
+    dataset = algorithm.demonstrations.get(list(range(len(algorithm.demonstrations))))
+    pairs = set(zip(dataset.observations, dataset.actions, strict=True))
+    seen = []
+    monkeypatch.setattr(
+        algorithm, "actor_step", lambda observations, iteration, step, cloned: seen.append(cloned) or {}
+    )
+    algorithm.actor_phase(trainer.buffer, 2, np.random.default_rng(0))
+    assert len(seen) == algorithm.cfg.actor_steps_per_iter
+    for cloned in seen:
+        assert len(cloned) == algorithm.cfg.actor_batch_size
+        assert set(zip(cloned.observations, cloned.actions, strict=True)) <= pairs
+
+    second = tiny_archer(tmp_path / "run2", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.bc_coeff=0.5")
+    second.collect(1)
+    states = second.buffer.sample(8, second.rng).observations
+    start = snapshot(second.policy.model)
+    record = second.algorithm.actor_step(states, 2, 0, second.algorithm.demonstrations.sample(8, second.rng))
+    assert record["actor/bc_loss"] > 0
+    assert changed(start, second.policy.model) > 0.9
+    second.algorithm.demonstrations = None
+    with pytest.raises(RuntimeError, match="bc_coeff"):
+        second.algorithm.actor_phase(second.buffer, 2, second.rng)
+
+
 def test_replay_v_targets_use_the_stored_actions_without_generating(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

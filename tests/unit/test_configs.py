@@ -94,6 +94,7 @@ def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> 
         ("algorithm.actor_samples_per_state=5", "algorithm.actor_samples_per_state"),  # does not divide 64
         ("algorithm.q_target_mc_weight=1.5", "algorithm.q_target_mc_weight"),
         ("algorithm.kl_coeff=-1", "algorithm.kl_coeff"),
+        ("algorithm.bc_coeff=-0.1", "algorithm.bc_coeff"),
         ("algorithm.kl_coeff=0.1 model.policy.shard=fsdp", "algorithm.kl_coeff"),
         ("algorithm.v_target_pool=0", "algorithm.v_target_pool"),
         ("algorithm.v_target_pool=64 algorithm.v_target_action=replay", "algorithm.v_target_pool"),
@@ -105,9 +106,10 @@ def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["archer_baseline_20q", "archer_ppo_20q"])
-def test_variants_with_their_own_actor_refuse_archers_kl_penalty(name: str) -> None:
-    with pytest.raises(ConfigError, match=r"algorithm\.kl_coeff"):
-        compose_run(name, ["algorithm.kl_coeff=0.1"])
+@pytest.mark.parametrize("key", ["kl_coeff", "bc_coeff"])
+def test_variants_with_their_own_actor_refuse_archers_actor_terms(name: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"algorithm\.{key}"):
+        compose_run(name, [f"algorithm.{key}=0.1"])
 
 
 @pytest.mark.parametrize(
