@@ -15,7 +15,7 @@ So the benchmark can be run in pieces across sessions and machines.
 
 Budgets (defaults):
 
-- online (``archer_20q``, ``online_filteredbc_20q``, ``chai_20q``): ``--trajectories`` 1,280 environment games per
+- online (``archer_20q_base``, ``online_filteredbc_20q``, ``chai_20q``): ``--trajectories`` 1,280 environment games per
   run (40 iterations of 32), greedy evaluation every ``--eval-every`` 160 games;
 - token-level PPO (``ppo_20q``): ``--ppo-budget-factor`` 10 times as many games (12,800: 400 iterations of its
   shipped 32), evaluated every 160 games as well (a coarser multiple when its games per iteration do not divide
@@ -26,7 +26,7 @@ Budgets (defaults):
 
 What makes the comparison fair:
 
-- every run uses the reference config's (``archer_20q``) environment, models, evaluation games, pretraining data
+- every run uses the reference config's (``archer_20q_base``) environment, models, evaluation games, pretraining data
   and ``pretrain`` settings, applied as overrides where a method's shipped config differs, so all online methods
   start from one cached behaviour-cloning policy (built once, before the runs) and critics of one design; offline
   runs take the reference's policy model and critic (``model.policy``, ``model.critic``: the frozen MiniLM turn
@@ -38,7 +38,7 @@ What makes the comparison fair:
   steps, from each config's ``model.policy`` (the embedded model from scratch).
 
 Wall time, from short runs of each method with these defaults (1 thread per run, another run or two on the 2 cores,
-so about 1.5-2x slower than alone): archer_20q 25-60 s per iteration (about 25 min per run with ``--jobs 2``),
+so about 1.5-2x slower than alone): archer_20q_base 25-60 s per iteration (about 25 min per run with ``--jobs 2``),
 chai_20q about 1 min per iteration (its 5 candidates per state sampled with shared prefixes; 40 min per run),
 ppo_20q about 12 s per iteration with ``algorithm.pack_games`` (400 iterations: about 80 min per run),
 offline_archer_20q about 2.5-3.5 s per gradient step with the shared critic and its actor in length-grouped
@@ -52,7 +52,7 @@ minutes.
 Usage (from ``scripts/``, like ``run.py``)::
 
     python benchmark_methods.py                       # the defaults above; writes ../docs/benchmark/
-    python benchmark_methods.py --methods archer_20q,chai_20q --seeds 5 --trajectories 640
+    python benchmark_methods.py --methods archer_20q_base,chai_20q --seeds 5 --trajectories 640
     python benchmark_methods.py --ppo-budget-factor 4 --override ppo_20q:algorithm.rollout.episodes_per_iter=64
     python benchmark_methods.py --report-only         # rebuild the table and plot from the runs
     python benchmark_methods.py --dry-run             # print every run's run.py command
@@ -91,19 +91,19 @@ RUN_PY = SCRIPTS / "run.py"
 
 DOCS = SCRIPTS.parent / "docs" / "benchmark"
 
-ONLINE = ("archer_20q", "online_filteredbc_20q", "chai_20q", "ppo_20q")
+ONLINE = ("archer_20q_base", "online_filteredbc_20q", "chai_20q", "ppo_20q")
 ONLINE_EXTRA = ("archer_20q_plain", "archer_baseline_20q", "archer_ppo_20q")
 OFFLINE = ("offline_archer_20q", "offline_filteredbc_20q", "offline_bc_20q", "iql_reinforce_20q")
 OFFLINE_EXTRA: tuple[str, ...] = ()
 KNOWN = (*ONLINE, *ONLINE_EXTRA, *OFFLINE, *OFFLINE_EXTRA)
-ARCHER = "archer_20q"
+ARCHER = "archer_20q_base"
 # Token-level PPO is the paper's "100x" baseline: it gets --ppo-budget-factor times the other online runs' games.
 TOKEN_PPO = "ppo_20q"
 IQL_REINFORCE, OFFLINE_BC = "iql_reinforce_20q", "offline_bc_20q"
 CHAI = "chai_20q"
 # What each config is, for the table's first column (the run's own switches are listed under its overrides).
 WHAT = {
-    "archer_20q": "online ArCHer (bootstrapped utterance critic, token-level REINFORCE actor)",
+    "archer_20q_base": "online ArCHer (bootstrapped utterance critic, token-level REINFORCE actor)",
     "online_filteredbc_20q": "online filtered BC (clones the top {fraction} of recent games)",
     "chai_20q": "CHAI (ArCHer's critic reranks policy samples)",
     "ppo_20q": "token-level PPO (GAE, KL to the start, value model)",
@@ -119,8 +119,8 @@ WHAT = {
 # ArCHer against token-level PPO is read at two budgets (ppo_lines), and IQL + REINFORCE's collapse against offline
 # BC (collapse_verdict).
 ORDERINGS = (
-    ("online", "archer_20q", "online_filteredbc_20q"),
-    ("online", "archer_20q", "chai_20q"),
+    ("online", "archer_20q_base", "online_filteredbc_20q"),
+    ("online", "archer_20q_base", "chai_20q"),
     ("offline", "offline_archer_20q", "offline_filteredbc_20q"),
     ("offline", "offline_filteredbc_20q", "offline_bc_20q"),
 )

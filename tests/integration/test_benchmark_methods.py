@@ -37,9 +37,9 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
     out, docs = tmp_path / "bench", tmp_path / "docs" / "benchmark"
-    # Pretraining keys go to the reference (archer_20q), whose `pretrain` every online run then shares.
+    # Pretraining keys go to the reference (archer_20q_base), whose `pretrain` every online run then shares.
     argv = [
-        "--methods=archer_20q,offline_bc_20q",
+        "--methods=archer_20q_base,offline_bc_20q",
         "--seeds=2",
         "--trajectories=8",
         "--eval-every=4",
@@ -49,7 +49,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         f"--docs={docs}",
         f"--cache-dir={tmp_path / 'cache'}",
         *(f"--override={o}" for o in TINY_RUN_OVERRIDES),
-        *(f"--override=archer_20q:{o}" for o in ARCHER_TINY),
+        *(f"--override=archer_20q_base:{o}" for o in ARCHER_TINY),
         *(f"--override=offline:{o}" for o in OFFLINE_TINY),
     ]
     assert bench.main(argv) == 0
@@ -57,12 +57,14 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     for name in ("results.md", "runs.csv", "curves.csv", "curves.png"):
         assert (docs / name).stat().st_size > 0, name
         assert not (out / name).exists(), name
-    assert (out / "benchmark.json").exists() and (out / "runs" / "archer_20q" / "seed0" / "metrics.jsonl").exists()
+    assert (out / "benchmark.json").exists() and (
+        out / "runs" / "archer_20q_base" / "seed0" / "metrics.jsonl"
+    ).exists()
 
     rows = read_csv(docs / "runs.csv")
     assert [(r["method"], r["seed"]) for r in rows] == [
-        ("archer_20q", "0"),
-        ("archer_20q", "1"),
+        ("archer_20q_base", "0"),
+        ("archer_20q_base", "1"),
         ("offline_bc_20q", "0"),
         ("offline_bc_20q", "1"),
     ]
@@ -96,7 +98,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         assert mine == expected
 
     # Both online seeds started from the one cached policy built before the runs.
-    archer_starts = {r["start_return"] for r in rows if r["method"] == "archer_20q"}
+    archer_starts = {r["start_return"] for r in rows if r["method"] == "archer_20q_base"}
     assert len(archer_starts) == 1
     info = json.loads((out / "benchmark.json").read_text())
     assert info["new_pretrained_folders_during_runs"] == []
@@ -108,11 +110,11 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     start = float(rows[0]["start_return"])
     assert f"greedy return {start:.2f} ± 0.00 (iteration 0 of the online runs)" in table
     assert (
-        "as in `archer_20q` | 8 env games |" in table
+        "as in `archer_20q_base` | 8 env games |" in table
         and "as in `offline_bc_20q` | 24 dataset games, 4 steps |" in table
     )
-    assert "archer_20q > chai_20q: no finished runs of both" in table
-    assert "archer_20q > ppo_20q at 8 games: no finished runs of both" in table
+    assert "archer_20q_base > chai_20q: no finished runs of both" in table
+    assert "archer_20q_base > ppo_20q at 8 games: no finished runs of both" in table
     assert "iql_reinforce_20q collapses (paper: to -20): no finished runs of both" in table
     # Every method's overrides, the benchmark's schedule last.
     assert "algorithm.num_iterations=2 eval.every_iters=1`" in table
@@ -171,7 +173,7 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
     bench = load_script("benchmark_methods.py")
     args = bench.parse_args([])
     assert args.methods == [
-        "archer_20q",
+        "archer_20q_base",
         "online_filteredbc_20q",
         "chai_20q",
         "ppo_20q",
@@ -199,7 +201,7 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
     online = {("40", "5")}
     offline = {("300", "50")}
     assert schedule == {
-        "archer_20q": online,
+        "archer_20q_base": online,
         "online_filteredbc_20q": online,
         "chai_20q": online,
         "ppo_20q": {("400", "5")},
@@ -213,11 +215,11 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
 def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_evaluations(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
     base = [
-        "--methods=archer_20q,ppo_20q",
+        "--methods=archer_20q_base,ppo_20q",
         "--seeds=1",
         f"--out={tmp_path}",
-        "--override=archer_20q:algorithm.rollout.episodes_per_iter=6",
-        "--override=archer_20q:algorithm.warmup_iters=1",  # below its 2 iterations, as the config checks
+        "--override=archer_20q_base:algorithm.rollout.episodes_per_iter=6",
+        "--override=archer_20q_base:algorithm.warmup_iters=1",  # below its 2 iterations, as the config checks
         "--override=ppo_20q:algorithm.rollout.episodes_per_iter=4",
     ]
     specs = bench.plan(bench.parse_args([*base, "--trajectories=12", "--eval-every=6", "--ppo-budget-factor=3"]))
@@ -272,20 +274,20 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
     bench = load_script("benchmark_methods.py")
     args = bench.parse_args(
         [
-            "--methods=archer_20q,ppo_20q",
+            "--methods=archer_20q_base,ppo_20q",
             "--seeds=2",
             "--trajectories=64",
             "--eval-every=32",
             "--ppo-budget-factor=3",
-            "--override=archer_20q:algorithm.warmup_iters=1",
+            "--override=archer_20q_base:algorithm.warmup_iters=1",
             f"--out={tmp_path / 'out'}",
             f"--docs={tmp_path / 'docs'}",
         ]
     )
     specs = bench.plan(args)
     assert [(s.method, s.budget, s.eval_every) for s in specs] == [
-        ("archer_20q", 64, 32),
-        ("archer_20q", 64, 32),
+        ("archer_20q_base", 64, 32),
+        ("archer_20q_base", 64, 32),
         ("ppo_20q", 192, 32),
         ("ppo_20q", 192, 32),
     ]
@@ -304,15 +306,19 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
     )
     assert "| token-level PPO (GAE, KL to the start, value model), as in `ppo_20q` | 192 env games |" in table
     assert (
-        "- archer_20q > ppo_20q at 64 games: difference +2.50 (2 standard errors: 1.00, 2 and 2 seeds): holds" in table
+        "- archer_20q_base > ppo_20q at 64 games: difference +2.50 (2 standard errors: 1.00, 2 and 2 seeds): holds"
+        in table
     )
-    assert "- archer_20q > ppo_20q at its full 192 games: difference +0.50 (" in table
-    assert "needs to reach archer_20q's final return (-8.00, seed mean): 128 games (2.0x archer_20q's 64)" in table
+    assert "- archer_20q_base > ppo_20q at its full 192 games: difference +0.50 (" in table
+    assert (
+        "needs to reach archer_20q_base's final return (-8.00, seed mean): 128 games (2.0x archer_20q_base's 64)"
+        in table
+    )
     assert "`ppo_20q`: 3 x 64 = 192 games (`--ppo-budget-factor`), 32 games per iteration" in table
 
     # One PPO seed short of ArCHer's return: the seed mean never reaches it.
     ppo[1].curve = [dict(p, **{"return": min(p["return"], -9.0)}) for p in ppo[1].curve]
-    assert "not reached within 192 games (3x archer_20q's 64)" in bench.markdown([*archer, *ppo], args, {})
+    assert "not reached within 192 games (3x archer_20q_base's 64)" in bench.markdown([*archer, *ppo], args, {})
     bench.plot([*archer, *ppo], args, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 0
 
@@ -321,7 +327,7 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     bench = load_script("benchmark_methods.py")
 
     def specs(*extra: str):
-        argv = ["--methods=archer_20q", "--seeds=2", f"--out={tmp_path / 'out'}", f"--docs={tmp_path / 'docs'}"]
+        argv = ["--methods=archer_20q_base", "--seeds=2", f"--out={tmp_path / 'out'}", f"--docs={tmp_path / 'docs'}"]
         return bench.plan(bench.parse_args([*argv, *extra]))
 
     plain = specs()
@@ -334,12 +340,12 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     path = tmp_path / "docs" / "archive.json"
     bench.update_archive(path, [], [finished, unfinished], tmp_path / "out")
     archive = bench.load_archive(path)
-    assert [(r["method"], r["seed"], r["commit"]) for r in archive] == [("archer_20q", 0, "abc")]  # finished only
+    assert [(r["method"], r["seed"], r["commit"]) for r in archive] == [("archer_20q_base", 0, "abc")]  # finished only
 
     served = bench.from_archive(plain[0], archive)
     assert served is not None and served.archived and served.final["return"] == -4.0 and served.cpu_s == 12.5
     assert bench.from_archive(plain[1], archive) is None  # another seed
-    changed = specs("--override=archer_20q:algorithm.actor_lr=0.5")
+    changed = specs("--override=archer_20q_base:algorithm.actor_lr=0.5")
     assert bench.from_archive(changed[0], archive) is None  # other overrides: another run
     # The same overrides on a config whose file or defaults have changed since: another run too.
     edited = [dict(archive[0], config_fingerprint="0" * 16)]
@@ -349,7 +355,7 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     other = bench.RunResult(changed[1], curve=curve, finished=True)
     bench.update_archive(path, archive, [other], tmp_path / "out")
     assert len(bench.load_archive(path)) == 2
-    for broken in ("not json", '{"runs": [{"method": "archer_20q", "seed": 0, "overrides": []}]}'):
+    for broken in ("not json", '{"runs": [{"method": "archer_20q_base", "seed": 0, "overrides": []}]}'):
         path.write_text(broken)
         with pytest.raises(SystemExit, match="not a benchmark archive"):
             bench.load_archive(path)
@@ -357,7 +363,12 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
 
 def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
-    argv = ["--methods=archer_20q,chai_20q", "--seeds=2", f"--out={tmp_path / 'out'}", f"--docs={tmp_path / 'docs'}"]
+    argv = [
+        "--methods=archer_20q_base,chai_20q",
+        "--seeds=2",
+        f"--out={tmp_path / 'out'}",
+        f"--docs={tmp_path / 'docs'}",
+    ]
     args = bench.parse_args(argv)
     specs = bench.plan(args)
     curve = [
@@ -372,10 +383,11 @@ def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) ->
         for spec, value in zip(specs, sampled, strict=True)
     ]
     table = bench.markdown(results, args, {})
-    assert "- archer_20q > chai_20q: difference +0.00" in table  # greedy: CHAI's frozen policy, ArCHer's start here
+    # Greedy: CHAI's frozen policy, ArCHer's start here.
+    assert "- archer_20q_base > chai_20q: difference +0.00" in table
     assert (
-        "- archer_20q > chai_20q in the last iteration's training games (ArCHer samples its policy; CHAI plays its "
-        "critic's pick of its policy's samples): difference +0.70 (2 standard errors: 0.45, 2 and 2 seeds): holds"
+        "- archer_20q_base > chai_20q in the last iteration's training games (ArCHer samples its policy; CHAI plays "
+        "its critic's pick of its policy's samples): difference +0.70 (2 standard errors: 0.45, 2 and 2 seeds): holds"
     ) in table
 
 

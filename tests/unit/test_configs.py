@@ -138,12 +138,24 @@ def test_a_blank_path_is_empty_too() -> None:
         compose_run("bc_20q", ["data.path='  '"])
 
 
-def test_archer_20q_ranking_is_archer_20q_with_exactly_its_documented_switches() -> None:
-    main, ranking = (fingerprint_settings(compose_run(name)) for name in ("archer_20q", "archer_20q_ranking"))
-    assert settings_differences(main, ranking) == [
+def test_archer_20q_ranking_is_archer_20q_base_with_exactly_its_documented_switches() -> None:
+    base, ranking = (fingerprint_settings(compose_run(name)) for name in ("archer_20q_base", "archer_20q_ranking"))
+    assert settings_differences(base, ranking) == [
         "algorithm.critic.lr: 0.001 -> 0.0001",
-        "algorithm.critic.tau: default -> 0.01",  # archer_20q keeps the dataclass default, 0.1
+        "algorithm.critic.tau: default -> 0.01",  # archer_20q_base keeps the dataclass default, 0.1
         "algorithm.rollout.explore_fraction: default -> 0.25",
         "algorithm.rollout.explore_sources: default -> ['repeat', 'past']",
         "model.critic.turns.repeat_similarity: default -> True",
+    ]
+
+
+def test_archer_20q_is_archer_20q_ranking_with_exactly_the_actor_switches_its_header_lists() -> None:
+    ranking, main = (fingerprint_settings(compose_run(name)) for name in ("archer_20q_ranking", "archer_20q"))
+    assert settings_differences(ranking, main) == [
+        "algorithm.actor_lr: 3e-05 -> 0.0001",
+        "algorithm.actor_states: default -> 'policy'",
+        "algorithm.bc_coeff: default -> 0.3",
+        "algorithm.kl_coeff: default -> 0.1",
+        "algorithm.num_iterations: 40 -> 50",
+        "algorithm.warmup_iters: 5 -> 15",
     ]
