@@ -398,7 +398,14 @@ class Trainer:
             past: list[tuple[str, list[int] | None]] = []
             if "past" in rollout.explore_sources:
                 moves = self.buffer.distinct_actions()
-                past = list(zip(moves, self.policy.encode_actions(moves) if moves else [], strict=True))
+                encoded = self.policy.encode_actions(moves) if moves else []
+                # A move whose re-encoding is cut at max_new_tokens is one the policy cannot play whole: left out,
+                # so that every replaced move's ids decode to its text, as a generated move's do.
+                past = [
+                    (move, ids)
+                    for move, ids in zip(moves, encoded, strict=True)
+                    if self.policy.action_text(ids) == move
+                ]
             actor = ExploringActor(
                 actor,
                 rollout.explore_fraction,

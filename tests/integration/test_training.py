@@ -26,9 +26,9 @@ def tiny_bc(run_dir: Path, cache: str, *extra: str):
     return build_trainer(cfg, run_dir)
 
 
-def tiny_archer(run_dir: Path, cache: str, *extra: str):
+def tiny_archer(run_dir: Path, cache: str, *extra: str, config: str = "archer_20q"):
     overrides = [*TINY_RUN_OVERRIDES, f"cache_dir={cache}", "algorithm.num_iterations=2", *extra]
-    cfg = compose_run("archer_20q", overrides)
+    cfg = compose_run(config, overrides)
     return build_trainer(cfg, run_dir)
 
 
@@ -220,6 +220,25 @@ def test_past_exploration_replays_moves_from_the_replay_buffer(tmp_path: Path) -
     assert second.actions and set(second.actions) <= set(seen)  # every move of the second batch is an old one
 
 
+def test_past_exploration_leaves_out_moves_the_policy_cannot_play_whole(tmp_path: Path) -> None:
+    explore = ["algorithm.rollout.explore_fraction=1.0", "algorithm.rollout.explore_sources=[past]"]
+    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *explore)
+    trainer.collect(1)
+    seen = trainer.buffer.distinct_actions()
+    too_long = " ".join(["word"] * (trainer.cfg.model.policy.max_new_tokens + 5))  # cut on re-encoding
+    trainer.buffer.distinct_actions = lambda: sorted([*seen, too_long])
+    games: list = []
+    observe = trainer.algorithm.observe
+    trainer.algorithm.observe = lambda trajectories, iteration: (
+        games.extend(trajectories) or observe(trajectories, iteration)
+    )
+    assert trainer.collect(2)["rollout/replaced_move_fraction"] == 1.0
+    moves = [move for game in games for move in game.actions]
+    assert moves and set(moves) <= set(seen)
+    for game in games:
+        assert [trainer.policy.action_text(ids) for ids in game.action_token_ids] == game.actions
+
+
 def test_the_trainer_lets_only_the_drawn_share_of_games_explore(tmp_path: Path) -> None:
     # Every move of an exploring game would be replaced; with a vanishing share of exploring games none is.
     explore = ["algorithm.rollout.explore_fraction=1.0", "algorithm.rollout.explore_games=1e-9"]
@@ -236,7 +255,7 @@ def test_the_actor_samples_only_the_policys_own_states_when_asked(tmp_path: Path
     trainer.collect(1)
     firsts = {state for state in trainer.buffer.get(list(range(len(trainer.buffer)))).observations if "?" not in state}
     seen: list[str] = []
-    trainer.algorithm.actor_step = lambda observations, iteration, step: seen.extend(observations) or {}
+    trainer.algorithm.actor_step = lambda observations, iteration, step, *cloned: seen.extend(observations) or {}
     metrics = trainer.algorithm.actor_phase(trainer.buffer, 2, trainer.rng)
     assert len(seen) == 8 and set(seen) <= firsts
     assert 0 < metrics["actor/policy_state_fraction"] < 1
@@ -294,9 +313,13 @@ def test_a_critic_on_the_starting_policys_frozen_body_trains_its_heads_only(tmp_
 def test_archer_20qs_critic_reads_turns_on_a_frozen_body_and_trains_its_reader_and_heads(
     tmp_path: Path, body: str
 ) -> None:
-    # archer_20q reads turns on frozen MiniLM; the policy's own body is the other frozen reader it offers.
+    # MiniLM read turn by turn, frozen (archer_20q and its base); the policy's own body is the other frozen reader.
+    # On archer_20q_base, whose tiny games put answered questions in the critic's batches: the reply projection
+    # trains only on lines with a reply, which the tiny garbage-playing policy may not produce otherwise.
     small_reader = ["model.critic.turns.n_embd=16", "model.critic.turns.n_head=2", f"model.critic.name_or_path={body}"]
-    trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *small_reader)
+    trainer = tiny_archer(
+        tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, *small_reader, config="archer_20q_base"
+    )
     algorithm = trainer.algorithm
     critic_cfg = trainer.cfg.model.critic
     assert (critic_cfg.name_or_path, critic_cfg.history, critic_cfg.freeze_encoder) == (body, "turns", True)
@@ -400,7 +423,8 @@ def test_the_cloning_term_adds_bc_coeff_times_the_datasets_likelihood_gradient(t
     algorithm = trainer.algorithm
     dataset = algorithm.demonstrations
     assert dataset is not None and len(dataset) > 0
-    assert tiny_archer(tmp_path / "plain", str(tmp_path / "cache"), *ARCHER_TINY).algorithm.demonstrations is None
+    plain = tiny_archer(tmp_path / "plain", str(tmp_path / "cache"), *ARCHER_TINY, config="archer_20q_base")
+    assert plain.algorithm.demonstrations is None  # bc_coeff=0 loads no dataset
     cloned = dataset.sample(6, np.random.default_rng(0))
     params = [p for p in trainer.policy.model.parameters() if p.requires_grad]
 
