@@ -12,6 +12,7 @@ import statistics
 from importlib import metadata
 from pathlib import Path
 
+import benchmark_report as pages
 import pytest
 
 from tests.conftest import SCRIPTS_DIR, TINY_RUN_OVERRIDES, load_script
@@ -180,10 +181,10 @@ def test_ordering_verdict_uses_two_standard_errors_of_the_difference() -> None:
     # A = [1, 2, 3], B = [-1, 0, 1]: difference of means 2; sample std 1 each, so SE = sqrt(1/3 + 1/3) = 0.816,
     # 2 SE = 1.63 < 2: holds. Against C = [0, 1, 2]: difference 1 < 1.63: not resolved. Reversed: -2 < -1.63.
     results = {"a": runs("a", [1, 2, 3]), "b": runs("b", [-1, 0, 1]), "c": runs("c", [0, 1, 2])}
-    assert bench.ordering_verdict(results, "a", "b").endswith("(2 standard errors: 1.63, 3 and 3 seeds): holds")
-    assert bench.ordering_verdict(results, "a", "c").endswith("not resolved within the spread")
-    assert bench.ordering_verdict(results, "b", "a").endswith("reversed")
-    assert bench.ordering_verdict(results, "a", "missing").endswith("no finished runs of both")
+    assert pages.ordering_verdict(results, "a", "b").endswith("(2 standard errors: 1.63, 3 and 3 seeds): holds")
+    assert pages.ordering_verdict(results, "a", "c").endswith("not resolved within the spread")
+    assert pages.ordering_verdict(results, "b", "a").endswith("reversed")
+    assert pages.ordering_verdict(results, "a", "missing").endswith("no finished runs of both")
 
 
 def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -260,36 +261,34 @@ def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_eva
 
 
 def test_games_to_reach_and_value_at_on_hand_made_curves() -> None:
-    bench = load_script("benchmark_methods.py")
     curve = [(0, -11.0), (160, -9.5), (320, -8.0), (480, -8.5), (640, -7.5)]
-    assert bench.games_to_reach(curve, -8.0) == 320  # reached exactly at an evaluation
-    assert bench.games_to_reach(curve, -7.9) == 640  # the first point at or above, not the last
-    assert bench.games_to_reach(curve, -11.0) == 0  # the start already there
-    assert bench.games_to_reach(curve, -7.0) is None  # never reached
-    assert bench.games_to_reach([], -7.0) is None
+    assert pages.games_to_reach(curve, -8.0) == 320  # reached exactly at an evaluation
+    assert pages.games_to_reach(curve, -7.9) == 640  # the first point at or above, not the last
+    assert pages.games_to_reach(curve, -11.0) == 0  # the start already there
+    assert pages.games_to_reach(curve, -7.0) is None  # never reached
+    assert pages.games_to_reach([], -7.0) is None
 
     points = [{"x": x, "return": r} for x, r in curve]
-    assert bench.value_at(points, 320)["return"] == -8.0
-    assert bench.value_at(points, 400)["x"] == 320  # the last evaluation at or before
-    assert bench.value_at(points, 800) is None  # the run has not got that far
+    assert pages.value_at(points, 320)["return"] == -8.0
+    assert pages.value_at(points, 400)["x"] == 320  # the last evaluation at or before
+    assert pages.value_at(points, 800) is None  # the run has not got that far
 
 
 def test_collapse_verdict_on_hand_made_finals() -> None:
-    bench = load_script("benchmark_methods.py")
     # IQL + REINFORCE [-19.5, -19.8, -20.0]: mean -19.77, std 0.252; BC [-15, -16, -14]: mean -15, std 1.
     # 2 SE = 2 sqrt(0.0633 / 3 + 1 / 3) = 1.19 < 4.77: below BC; 0.23 above the -20 floor.
-    verdict = bench.collapse_verdict([-19.5, -19.8, -20.0], [-15.0, -16.0, -14.0], -20.0)
+    verdict = pages.collapse_verdict([-19.5, -19.8, -20.0], [-15.0, -16.0, -14.0], -20.0)
     assert verdict == (
         "iql_reinforce_20q collapses (paper: to -20): final return -19.77 ± 0.25 against offline_bc_20q's "
         "-15.00 ± 1.00; below offline_bc_20q by +4.77 (2 standard errors: 1.19, 3 and 3 seeds): holds; its mean "
         "is 0.23 above the -20 floor"
     )
-    level = bench.collapse_verdict([-15.0, -17.0, -13.0], [-15.0, -16.0, -14.0], -20.0)
+    level = pages.collapse_verdict([-15.0, -17.0, -13.0], [-15.0, -16.0, -14.0], -20.0)
     assert "below offline_bc_20q by +0.00" in level and level.endswith(
         "not resolved within the spread; its mean is 5.00 above the -20 floor"
     )
-    assert "reversed" in bench.collapse_verdict([-10.0, -11.0, -9.0], [-15.0, -16.0, -14.0], -20.0)
-    assert bench.collapse_verdict([], [-15.0], -20.0).endswith("no finished runs of both it and offline_bc_20q")
+    assert "reversed" in pages.collapse_verdict([-10.0, -11.0, -9.0], [-15.0, -16.0, -14.0], -20.0)
+    assert pages.collapse_verdict([], [-15.0], -20.0).endswith("no finished runs of both it and offline_bc_20q")
 
 
 def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -> None:
@@ -326,8 +325,8 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
     ppo = [result(spec, returns) for spec, returns in zip(specs[2:], ppo_runs, strict=True)]
     # A best of -5.0 puts half the gap from the start's -11.0 at -8.0: ArCHer's seed mean reaches it at 64 games,
     # PPO's at 128 (2.0x).
-    figures = bench.Figures(best=-5.0, solver="the optimal questioner", start=-11.0)
-    table = bench.markdown([*archer, *ppo], args, {}, plan, figures)
+    figures = pages.Figures(best=-5.0, solver="the optimal questioner", start=-11.0)
+    table = pages.markdown([*archer, *ppo], args, {}, plan, figures)
     assert (
         "- Online budget: 64 environment games per run, greedy evaluation every 32 games; `ppo_20q` 192 games" in table
     )
@@ -346,10 +345,10 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
 
     # One PPO seed short of ArCHer's return: the seed mean never reaches it.
     ppo[1].curve = [dict(p, **{"return": min(p["return"], -9.0)}) for p in ppo[1].curve]
-    again = bench.markdown([*archer, *ppo], args, {}, plan, figures)
+    again = pages.markdown([*archer, *ppo], args, {}, plan, figures)
     assert "not reached within 192 games (3x archer_20q_base's 64)" in again
     assert "| not reached within 192 games | > 3.0x |" in again  # a lower bound: 192 games over ArCHer's 64
-    bench.plot([*archer, *ppo], args, tmp_path / "curves.png", plan.task, figures)
+    pages.plot([*archer, *ppo], args, tmp_path / "curves.png", plan.task, figures)
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
@@ -434,7 +433,7 @@ def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) ->
         bench.RunResult(spec, curve=curve, finished=True, final_rollout_return=value)
         for spec, value in zip(specs, sampled, strict=True)
     ]
-    table = bench.markdown(results, args, {}, plan, bench.Figures(best=-2.8, solver="optimal", start=-3.3))
+    table = pages.markdown(results, args, {}, plan, pages.Figures(best=-2.8, solver="optimal", start=-3.3))
     # Greedy: CHAI's frozen policy, ArCHer's start here.
     assert "- archer_20q_base > chai_20q: difference +0.00" in table
     assert (
@@ -451,7 +450,7 @@ def test_filtered_bc_is_named_with_its_own_filter_fraction(tmp_path: Path) -> No
         "--seeds=1",
         f"--out={tmp_path}",
     ]
-    shipped = [bench.describe(spec) for spec in bench.plan(bench.parse_args(argv)).specs]
+    shipped = [pages.describe(spec) for spec in bench.plan(bench.parse_args(argv)).specs]
     assert shipped == [
         "online filtered BC (clones the top 10% of recent games), as in `online_filteredbc_20q`",
         "offline filtered BC (clones the top 10% of the dataset), as in `offline_filteredbc_20q`",
@@ -460,22 +459,21 @@ def test_filtered_bc_is_named_with_its_own_filter_fraction(tmp_path: Path) -> No
         bench.parse_args([*argv, "--override=offline_filteredbc_20q:algorithm.filter_fraction=0.5"])
     ).specs
     assert (
-        bench.describe(tuned[1])
+        pages.describe(tuned[1])
         == "offline filtered BC (clones the top 50% of the dataset), as in `offline_filteredbc_20q`"
     )
 
 
 def test_command_text_says_where_the_benchmark_was_run(tmp_path: Path) -> None:
-    bench = load_script("benchmark_methods.py")
     argv = ["--methods", "ppo_20q", "--jobs", "2"]
-    here = bench.command_text(argv, str(bench.SCRIPTS))
+    here = pages.command_text(argv, str(pages.SCRIPTS))
     assert here == "cd scripts && python benchmark_methods.py --methods ppo_20q --jobs 2"
     other = tmp_path / "checkout" / "scripts"  # another checkout's scripts folder runs its own copy
     other.mkdir(parents=True)
     (other / "benchmark_methods.py").write_text("")
-    assert bench.command_text(argv, str(other)) == f"{here} (in another checkout)"
-    elsewhere = bench.command_text(argv, str(tmp_path))  # this checkout's script, run from another folder
+    assert pages.command_text(argv, str(other)) == f"{here} (in another checkout)"
+    elsewhere = pages.command_text(argv, str(tmp_path))  # this checkout's script, run from another folder
     assert elsewhere == f"python scripts/benchmark_methods.py --methods ppo_20q --jobs 2 (run from <{tmp_path.name}>)"
     # Folders outside the repository are placeholders named after the folder; inside it, relative paths.
-    outside = bench.command_text(["--out", str(tmp_path / "runs"), f"--docs={bench.SCRIPTS.parent / 'docs'}"], None)
+    outside = pages.command_text(["--out", str(tmp_path / "runs"), f"--docs={pages.SCRIPTS.parent / 'docs'}"], None)
     assert outside == "cd scripts && python benchmark_methods.py --out '<runs>' --docs=docs"

@@ -1,4 +1,5 @@
-"""The method benchmark's tasks (scripts/benchmark_tasks.py) and their machinery in scripts/benchmark_methods.py:
+"""The method benchmark's tasks (scripts/benchmark_tasks.py) and their machinery (scripts/benchmark_methods.py, its
+pages scripts/benchmark_report.py):
 every task and method composes with the task's env, start and evaluation; the recipe is what archer_20q sets beyond
 the paper's ArCHer and the same on every task; the games to half the gap, the stopping rule, a task's page and the
 summary on made-up curves. Nothing here trains."""
@@ -9,6 +10,7 @@ import argparse
 from pathlib import Path
 
 import benchmark_methods as bench
+import benchmark_report as pages
 import pytest
 from benchmark_tasks import HEADROOM, RECIPE, TASKS, recipe_warmup
 from omegaconf import OmegaConf
@@ -109,18 +111,18 @@ def test_every_task_and_method_composes_with_the_tasks_env_start_and_evaluation(
 
 def test_games_to_half_the_gap_by_hand() -> None:
     # Start -15, best -2.8: half the gap is -15 + (-2.8 + 15) / 2 = -8.9.
-    assert bench.half_gap_level(-15.0, -2.8) == pytest.approx(-8.9)
+    assert pages.half_gap_level(-15.0, -2.8) == pytest.approx(-8.9)
     curve = [(0, -15.0), (160, -12.0), (320, -9.5), (480, -8.9), (640, -7.0)]
-    assert bench.games_to_reach(curve, bench.half_gap_level(-15.0, -2.8)) == 480
+    assert pages.games_to_reach(curve, pages.half_gap_level(-15.0, -2.8)) == 480
     # Success rates: start 0.25, best 1.0, half the gap 0.625.
-    assert bench.half_gap_level(0.25, 1.0) == 0.625
-    gap, archer = bench.HalfGap(1536, 2560), bench.HalfGap(768, 1280)
-    assert bench.half_gap_text(gap) == "1536" and bench.ratio_text(gap, archer) == "2.0x"  # 1536 / 768
-    missed = bench.HalfGap(None, 12800)
-    assert bench.half_gap_text(missed) == "not reached within 12800 games"
-    assert bench.ratio_text(missed, archer) == "> 16.7x"  # at least 12800 / 768
-    assert bench.ratio_text(gap, bench.HalfGap(None, 1280)) == "< 1.2x"  # at most 1536 / 1280
-    assert bench.ratio_text(missed, bench.HalfGap(None, 1280)) == "n/a"
+    assert pages.half_gap_level(0.25, 1.0) == 0.625
+    gap, archer = pages.HalfGap(1536, 2560), pages.HalfGap(768, 1280)
+    assert pages.half_gap_text(gap) == "1536" and pages.ratio_text(gap, archer) == "2.0x"  # 1536 / 768
+    missed = pages.HalfGap(None, 12800)
+    assert pages.half_gap_text(missed) == "not reached within 12800 games"
+    assert pages.ratio_text(missed, archer) == "> 16.7x"  # at least 12800 / 768
+    assert pages.ratio_text(gap, pages.HalfGap(None, 1280)) == "< 1.2x"  # at most 1536 / 1280
+    assert pages.ratio_text(missed, pages.HalfGap(None, 1280)) == "n/a"
 
 
 def test_stopping_rule_on_made_up_values() -> None:
@@ -202,7 +204,7 @@ def test_task_page_and_summary_from_made_up_runs(
     bench.update_archive(path, [], runs, tmp_path)
     listed = [s for s in plan.specs if s.method in ("archer_paper", "archer_recipe", "ppo")]
     specs, results = bench.settle(plan.task, listed, bench.load_archive(path), args.trajectories)
-    text = bench.report(results, args, {}, bench.Plan(plan.task, specs, plan.reference))
+    text = pages.report(results, args, {}, bench.Plan(plan.task, specs, plan.reference))
     for name in ("results.md", "runs.csv", "curves.csv", "curves.png"):
         assert (args.docs / name).stat().st_size > 0, name
     assert text == (args.docs / "results.md").read_text()
@@ -222,13 +224,13 @@ def test_task_page_and_summary_from_made_up_runs(
     # Six runs of 1,800 CPU seconds each.
     assert "- Total: 3.00 CPU-hours" in text
 
-    rows = bench.summary_rows(plan.task, results, bench.task_figures(plan, results))
+    rows = pages.summary_rows(plan.task, results, pages.task_figures(plan, results))
     assert rows == [
         "| sokoban | success rate | 0.25 | 1.00 | `archer_paper` | 0.50 ± 0.00 (2) | not reached within 1280 games "
         "| > 1.7x |",
         "| sokoban | success rate | 0.25 | 1.00 | `archer_recipe` | 0.75 ± 0.00 (2) | 768 | 1.0x |",
         "| sokoban | success rate | 0.25 | 1.00 | `ppo` | 0.88 ± 0.00 (2) | 1536 | 2.0x |",
     ]
-    summary = bench.summary_markdown(rows, ["--summary"], {"sokoban": 3.0})
+    summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0})
     assert "benchmark_methods.py --summary" in summary
     assert rows[2] in summary and "CPU-hours per task: sokoban 3.0." in summary
