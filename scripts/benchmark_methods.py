@@ -1,75 +1,76 @@
-"""The paper's method comparison on Twenty Questions at an equal trajectory budget (issue 14, item 4).
+"""The method benchmark: methods side by side on named tasks, from one cached start, at equal game budgets.
 
-One command trains every method over the same seeds and regenerates, into ``--docs`` (the repository's
-``docs/benchmark/``), ``results.md`` (the per-method table, the paper's orderings, the games token-level PPO needs
-to reach ArCHer's final return, whether IQL + REINFORCE collapses, the exact command, every run's config and
-overrides), ``runs.csv`` (one row per run), ``curves.csv`` (every evaluation point) and ``curves.png`` (greedy return
-against games, seed mean and min-max band per method; offline methods in a second panel against gradient steps).
+One command trains every method of a task over the same seeds and regenerates, into ``docs/benchmark/<task>/``,
+``results.md`` (the exact command; the start, the best achievable figure and half the gap between them; each
+method's final metric, mean, std and every seed; the games each needs to close half the gap and its ratio to the
+ArCHer runs'; every method's config and every switch that departs from the paper; the stopping rule; the task's
+CPU-hours), ``runs.csv`` (one row per run), ``curves.csv`` (every evaluation point) and ``curves.png`` (the greedy
+metric against games: seed mean and min-max band per method, the start and the best as horizontal lines).
+``--summary`` rebuilds ``docs/benchmark/summary.md``, one row per task and method, from the tasks' archives.
 
-Every (method, seed) is an ordinary ``scripts/run.py`` run in its own folder under ``--out`` (not under ``docs/``),
-so a killed benchmark resumes: finished runs are reused and unfinished ones continue from their checkpoint.
-Every finished run's numbers (its evaluation curve, timings, overrides and the commit that ran it) are also kept in
-``--docs``/``archive.json``, which is committed: a later invocation, on another machine or after ``--out`` is gone,
-does not rerun a run the archive holds with the same config, method, seed and overrides, and reports it from there.
-So the benchmark can be run in pieces across sessions and machines.
+Tasks (``benchmark_tasks.py`` defines them; each run takes its task reference config's ``env``, ``model.policy``,
+``data``, ``eval`` and ``pretrain``, so every online run starts from one cached policy and plays the same evaluation
+games; each method keeps its own algorithm, critic and sampling settings):
 
-Budgets (defaults):
+- ``twenty_questions_weak``: Twenty Questions' 10-word subset from a start cloned for 3,000 steps on weak scripted
+  questioners (``archer_20q_paper_cpu`` with ``env.data_skills=[0.0,0.1] pretrain.num_iterations=30``); every word
+  once, greedy ``eval/return_mean``; the best: the optimal questioner's return.
+- ``sokoban``: RAGEN's Sokoban (6x6, one box, 10 turns) from ``archer_sokoban``'s start; 256 fixed rooms, greedy
+  ``eval/success_rate``; the best: the exact solver's.
+- ``frozenlake``: RAGEN's FrozenLake (4x4, slippery) from ``archer_frozenlake``'s start; 256 fixed maps, greedy
+  ``eval/success_rate``; the best: each map's optimal policy by value iteration.
+- ``twenty_questions_strong``: issue 14's benchmark, the 10-word subset from ``experiments/archer_20q_base``'s start
+  (cloned on the default scripted mix), its online and offline methods.
 
-- online (``archer_20q_base``, whose config is ``scripts/config/experiments/archer_20q_base.yaml``,
-  ``online_filteredbc_20q``, ``chai_20q``, ``grpo_20q``, ``gigpo_20q``): ``--trajectories`` 1,280 environment games
-  per run (40 iterations of 32; GRPO and GiGPO: 4 words x 8 games each), greedy evaluation every ``--eval-every``
-  160 games;
-- token-level PPO (``ppo_20q``): ``--ppo-budget-factor`` 10 times as many games (12,800: 400 iterations of its
-  shipped 32), evaluated every 160 games as well (a coarser multiple when its games per iteration do not divide
-  ``--eval-every``), so its curve is read both at ArCHer's budget and at its own;
-- offline (``offline_archer_20q``, ``offline_filteredbc_20q``, ``offline_bc_20q``, ``iql_reinforce_20q``):
-  ``--offline-steps`` 3,000 gradient steps on one fixed dataset, evaluation every ``--offline-eval-every`` 500;
-- ``--seeds`` 3 (seeds 0, 1, 2) for every method.
+Methods of the three headroom tasks: ``archer_paper`` (ArCHer as the paper defines it: ``archer_20q_paper_cpu``,
+``archer_sokoban``, ``archer_frozenlake``), ``archer_recipe`` (the same config plus ``benchmark_tasks.RECIPE``, one
+set of switches on every task, and a critic-only warm-up of 30% of the iterations), ``ppo`` (``ppo_20q``), ``grpo``
+(``grpo_20q``, ``grpo_sokoban``), ``gigpo`` (``gigpo_20q``, ``gigpo_sokoban``, ``gigpo_frozenlake``) and
+``filtered_bc`` (``online_filteredbc_20q``), each with the task's env; ``chai`` (``chai_20q``) when named in
+``--methods``.
 
-What makes the comparison fair:
+Budgets (defaults): ``--trajectories`` 1,280 games per run, a greedy evaluation every ``--eval-every`` games (160 on
+Twenty Questions, 128 on the grid games; a coarser multiple where a method's games per iteration do not divide it),
+``--seeds`` 3. On the headroom tasks the on-policy methods (ppo, grpo, gigpo) are continued in chunks of
+``--trajectories`` games up to ``--on-policy-factor`` (10) times that, and stop once the seed mean of their last
+evaluations reaches the final mean of ``archer_recipe`` on the task (which therefore runs first); on
+``twenty_questions_strong`` token-level PPO plays the whole 10x at once and the offline methods take
+``--offline-steps`` 3,000 gradient steps, evaluated every ``--offline-eval-every`` 500.
 
-- every run uses the reference config's (``archer_20q_base``) environment, models, evaluation games, pretraining data
-  and ``pretrain`` settings, applied as overrides where a method's shipped config differs, so all online methods
-  start from one cached behaviour-cloning policy (built once, before the runs) and critics of one design; offline
-  runs take the reference's policy model and critic (``model.policy``, ``model.critic``: the frozen MiniLM turn
-  reader, so offline ArCHer and IQL + REINFORCE learn with the critic online ArCHer has);
-- online methods play the same number of environment games and are evaluated after the same numbers of games
-  (token-level PPO aside: more games, same evaluation points); algorithm hyperparameters stay those of each
-  method's shipped config;
-- offline methods train on the same fixed dataset (``data``: scripted games) for the same number of gradient
-  steps, from each config's ``model.policy`` (the embedded model from scratch).
+Every (method, seed) is an ordinary ``scripts/run.py`` run in ``--out``/runs/<method>/seed<N>, so a killed benchmark
+resumes: finished runs are reused and unfinished ones continue from their checkpoint (raising
+``algorithm.num_iterations`` extends a run). Every finished run's numbers (its curve, timings, overrides and commit)
+are also kept in ``docs/benchmark/<task>/archive.json``, which is committed: a later invocation, on another machine
+or after ``--out`` is gone, reuses a run the archive holds with the same config, method, seed and overrides (any
+length at least the one asked for). So a task can be run in pieces (``--methods``) across sessions and machines.
 
-Wall time, from short runs of each method with these defaults (1 thread per run, another run or two on the 2 cores,
-so about 1.5-2x slower than alone): archer_20q_base 25-60 s per iteration (about 25 min per run with ``--jobs 2``),
-chai_20q about 1 min per iteration (its 5 candidates per state sampled with shared prefixes; 40 min per run),
-ppo_20q about 12 s per iteration with ``algorithm.pack_games`` (400 iterations: about 80 min per run),
-grpo_20q and gigpo_20q (play and clipped passes like ppo_20q, without its value model) not timed at full size yet
-(the table's s / game column measures every online run), offline_archer_20q about 2.5-3.5 s per gradient step with
-the shared critic and its actor in length-grouped micro-batches of 8 (2-3 h per run; with its own critic, a 4 x 256
-encoder trained on whole histories, and one micro-batch of 32, it was about 27 s), and iql_reinforce_20q about as
-much; online filtered BC, offline filtered BC and offline BC take minutes. Three seeds of everything before GRPO
-and GiGPO joined: about 25 CPU-hours, most of it the two offline critic methods, so about 12 h wall with
-``--jobs 2``. Finished runs are reused and unfinished ones resume, so the benchmark can be run in pieces
-(``--methods``). Building the starting policy once adds a few minutes.
+Wall time, estimates (1 torch thread per run, measured on short runs or earlier benchmarks, not on these tasks at
+full size): on ``twenty_questions_strong`` 1,280 games took archer_20q_base about 15-25 min CPU, chai_20q 14 min,
+online filtered BC 4 min and ppo_20q's 12,800 games 23 min (docs/benchmark/twenty_questions_strong/results.md, CPU s
+/ run); its offline critic methods 40-60 min each. A weak start plays longer games (up to 20 questions instead of
+about 3), so on ``twenty_questions_weak`` expect the online runs to take several times as long per game; the
+grid games' 10-turn games and 256 evaluation games sit in between. A headroom task's default 18 runs (6 methods x 3
+seeds) plus the on-policy continuations are on the order of 10-40 CPU-hours; the page prints the task's total.
+Building the start policy once adds minutes (grid games) to about half an hour (Twenty Questions).
 
 Usage (from ``scripts/``, like ``run.py``)::
 
-    python benchmark_methods.py                       # the defaults above; writes ../docs/benchmark/
-    python benchmark_methods.py --methods archer_20q_base,chai_20q --seeds 5 --trajectories 640
-    python benchmark_methods.py --ppo-budget-factor 4 --override ppo_20q:algorithm.rollout.episodes_per_iter=64
-    python benchmark_methods.py --report-only         # rebuild the table and plot from the runs
-    python benchmark_methods.py --dry-run             # print every run's run.py command
+    python benchmark_methods.py twenty_questions_weak  # its default methods, 3 seeds: ../docs/benchmark/<task>/
+    python benchmark_methods.py sokoban --methods archer_recipe,ppo --jobs 2
+    python benchmark_methods.py frozenlake --methods all --on-policy-factor 4
+    python benchmark_methods.py twenty_questions_strong --report-only   # rebuild the pages from the runs and archive
+    python benchmark_methods.py sokoban --dry-run     # print every run's run.py command
+    python benchmark_methods.py --summary             # rebuild ../docs/benchmark/summary.md from the archives
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import copy
 import json
 import math
 import os
 import re
-import shlex
 import statistics
 import subprocess
 import sys
@@ -77,10 +78,22 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from benchmark_report import (
+    ARCHIVE,
+    cpu_hours,
+    group,
+    report,
+    shown,
+    stopping_level,
+    summary_markdown,
+    summary_rows,
+    task_figures,
+)
+from benchmark_tasks import TASKS, Method, Task, recipe_warmup
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
@@ -93,55 +106,11 @@ CONFIG_DIR = SCRIPTS / "config"
 RUN_PY = SCRIPTS / "run.py"
 
 DOCS = SCRIPTS.parent / "docs" / "benchmark"
+SUMMARY = "summary.md"
 
-ONLINE = ("archer_20q_base", "online_filteredbc_20q", "chai_20q", "ppo_20q", "grpo_20q", "gigpo_20q")
-ONLINE_EXTRA = ("archer_20q_paper_cpu", "archer_baseline_20q", "archer_ppo_20q")
-OFFLINE = ("offline_archer_20q", "offline_filteredbc_20q", "offline_bc_20q", "iql_reinforce_20q")
-OFFLINE_EXTRA: tuple[str, ...] = ()
-KNOWN = (*ONLINE, *ONLINE_EXTRA, *OFFLINE, *OFFLINE_EXTRA)
-ARCHER = "archer_20q_base"
-# Token-level PPO is the paper's "100x" baseline: it gets --ppo-budget-factor times the other online runs' games.
-TOKEN_PPO = "ppo_20q"
-IQL_REINFORCE, OFFLINE_BC = "iql_reinforce_20q", "offline_bc_20q"
-CHAI = "chai_20q"
-# What each config is, for the table's first column (the run's own switches are listed under its overrides).
-WHAT = {
-    "archer_20q_base": "online ArCHer (bootstrapped utterance critic, token-level REINFORCE actor)",
-    "online_filteredbc_20q": "online filtered BC (clones the top {fraction} of recent games)",
-    "chai_20q": "CHAI (ArCHer's critic reranks policy samples)",
-    "ppo_20q": "token-level PPO (GAE, KL to the start, value model)",
-    "grpo_20q": "multi-turn GRPO (group-relative return, clipped ratio, KL to the start; no critic)",
-    "gigpo_20q": "GiGPO (GRPO's episode advantage plus the anchor-state step advantage; no critic)",
-    "archer_20q_paper_cpu": "online ArCHer as the paper states it, at CPU size (encoder trained from scratch)",
-    "archer_baseline_20q": "online ArCHer with a token-level baseline",
-    "archer_ppo_20q": "online ArCHer with a PPO low level",
-    "offline_archer_20q": "offline ArCHer (IQL critic, advantage-weighted actor)",
-    "offline_filteredbc_20q": "offline filtered BC (clones the top {fraction} of the dataset)",
-    "offline_bc_20q": "offline BC",
-    "iql_reinforce_20q": "IQL + REINFORCE (IQL critic, REINFORCE on fresh samples)",
-}
-# The paper's orderings (its Twenty Questions results) read from final returns: each pair reads "first above second".
-# ArCHer against token-level PPO is read at two budgets (ppo_lines), and IQL + REINFORCE's collapse against offline
-# BC (collapse_verdict).
-ORDERINGS = (
-    ("online", "archer_20q_base", "online_filteredbc_20q"),
-    ("online", "archer_20q_base", "chai_20q"),
-    ("offline", "offline_archer_20q", "offline_filteredbc_20q"),
-    ("offline", "offline_filteredbc_20q", "offline_bc_20q"),
-)
-ENV = "env=twenty_questions_subset"  # the paper's 10-word subset, for every run
-# Config sections every run takes from the reference config; offline runs have no `pretrain` (they start from the
-# untrained policy). The reference's critic is its own pretrained encoder, not the policy's body, so offline runs
-# take it too. The evaluation's schedule is the benchmark's; its games (and the rest of `eval`, part of the cached
-# pretraining's key) are shared.
-SHARED = {
-    "online": ("env", "model", "data", "eval", "pretrain"),
-    "offline": ("env", "model.policy", "model.critic", "data", "eval"),
-}
-NOT_SHARED = ("eval.every_iters",)
 SIDECAR = "benchmark_run.json"
 METRICS = "metrics.jsonl"
-ARCHIVE = "archive.json"
+ITERATIONS = "algorithm.num_iterations="
 
 
 # ---- planning --------------------------------------------------------------------------------------------------
@@ -152,17 +121,38 @@ class RunSpec:
     """One (method, seed) run: its folder and the overrides that make it part of the benchmark."""
 
     method: str
-    kind: str  # "online" or "offline"
+    definition: Method
     seed: int
     run_dir: Path
     overrides: list[str]
+    settings: list[str]  # run settings that compute nothing (threads, progress bars, cache folder)
     config: RunConfig
     budget: int  # environment games (online) or gradient steps (offline)
     eval_every: int  # in the same unit
+    per_iter: int  # games or gradient steps per iteration
+    ceiling: int  # the most games a long method may be continued to (else its budget)
+    run: bool = True  # False: read from its folder or the archive, never run (the stopping level's runs)
 
-    def command(self, args: argparse.Namespace) -> list[str]:
-        head = [str(RUN_PY), "--config-name", config_name(self.method), f"run_dir={self.run_dir}", f"seed={self.seed}"]
-        return head + run_settings(args) + self.overrides
+    @property
+    def kind(self) -> str:
+        return self.definition.kind
+
+    @property
+    def config_name(self) -> str:
+        return self.definition.config
+
+    def command(self) -> list[str]:
+        head = [str(RUN_PY), "--config-name", self.config_name, f"run_dir={self.run_dir}", f"seed={self.seed}"]
+        return head + self.settings + self.overrides
+
+
+@dataclass
+class Plan:
+    """A task's runs and its reference config (with the task's start and evaluation overrides)."""
+
+    task: Task
+    specs: list[RunSpec]
+    reference: RunConfig
 
 
 def run_settings(args: argparse.Namespace) -> list[str]:
@@ -178,14 +168,8 @@ def hydra_configs() -> Iterator[None]:
         yield
 
 
-def config_name(method: str) -> str:
-    """The ``--config-name`` of a method: its top-level file, or ``experiments/<method>`` for a config kept in
-    ``scripts/config/experiments/`` (the benchmark's ArCHer, ``archer_20q_base``)."""
-    return f"experiments/{method}" if (CONFIG_DIR / "experiments" / f"{method}.yaml").is_file() else method
-
-
-def compose_config(name: str, overrides: Sequence[str]) -> DictConfig:
-    return compose(config_name(name), overrides=["run_dir=unused", *overrides])
+def compose_config(config_name: str, overrides: Sequence[str]) -> DictConfig:
+    return compose(config_name, overrides=["run_dir=unused", *overrides])
 
 
 def flatten(node: Any, prefix: str) -> dict[str, Any]:
@@ -213,29 +197,35 @@ def override_value(value: Any) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def shared_overrides(method_cfg: DictConfig, reference_cfg: DictConfig, sections: Sequence[str]) -> list[str]:
-    """Overrides that give ``method_cfg`` the reference's values in ``sections`` (only where they differ)."""
+def shared_overrides(
+    method_cfg: DictConfig, reference_cfg: DictConfig, sections: Sequence[str], not_shared: Sequence[str]
+) -> list[str]:
+    """Overrides that give ``method_cfg`` the reference's values in ``sections`` (only where they differ), except
+    the keys in ``not_shared``."""
     overrides = []
     for section in sections:
         ours = flatten(OmegaConf.to_container(OmegaConf.select(method_cfg, section), resolve=True), section)
         theirs = flatten(OmegaConf.to_container(OmegaConf.select(reference_cfg, section), resolve=True), section)
         if ours.keys() != theirs.keys():
             raise SystemExit(f"{section}: the method's and the reference's configs have different keys; cannot share")
-        overrides += [f"{k}={override_value(v)}" for k, v in theirs.items() if v != ours[k] and k not in NOT_SHARED]
+        overrides += [f"{k}={override_value(v)}" for k, v in theirs.items() if v != ours[k] and k not in not_shared]
     return overrides
 
 
-def scoped_overrides(extra: Sequence[str], method: str, kind: str) -> list[str]:
+def scoped_overrides(task: Task, extra: Sequence[str], method: str, kind: str) -> list[str]:
     """The ``--override`` values for one run: unscoped ones, then ``online:``/``offline:``, then ``<method>:``."""
     scoped: dict[str, list[str]] = {"": [], kind: [], method: []}
     for item in extra:
         scope, _, rest = item.partition(":")
         if is_unscoped(item):
             scope, rest = "", item
-        if scope not in (*KNOWN, "online", "offline", ""):
-            raise SystemExit(f"--override {item}: unknown scope {scope!r} (a method name, online or offline)")
+        if scope not in (*task.method_names, "online", "offline", ""):
+            raise SystemExit(
+                f"--override {item}: unknown scope {scope!r} (a method of {task.name}: "
+                f"{', '.join(task.method_names)}; or online, offline)"
+            )
         scoped.setdefault(scope, []).append(rest)
-    return scoped[""] + scoped[kind] + scoped[method]
+    return scoped[""] + scoped[kind] + (scoped[method] if method else [])
 
 
 def is_unscoped(item: str) -> bool:
@@ -243,9 +233,9 @@ def is_unscoped(item: str) -> bool:
     return "=" in scope or not rest
 
 
-def checked_config(method: str, overrides: Sequence[str]) -> RunConfig:
+def checked_config(method: str, composed: DictConfig) -> RunConfig:
     try:
-        return to_run_config(compose_config(method, overrides))
+        return to_run_config(composed)
     except ConfigError as error:
         raise SystemExit(f"{method}: configuration error: {error}") from None
 
@@ -256,48 +246,102 @@ def exact_quotient(total: int, per: int, what: str, method: str) -> int:
     return total // per
 
 
-def online_schedule(method: str, per_iter: int, args: argparse.Namespace) -> tuple[int, int]:
-    """A run's budget and evaluation interval in games: token-level PPO gets ``--ppo-budget-factor`` times the games.
+def reference_method(task: Task) -> str:
+    """The method that runs the reference config unchanged: ``--override`` values scoped to it also go to the
+    reference (so they reach every run through the shared sections); empty if none."""
+    return next((m.name for m in task.all_methods if m.config == task.reference and not m.overrides), "")
 
-    PPO's evaluation interval is the smallest multiple of ``--eval-every`` that is a whole number of its iterations,
-    so its points coincide with the other methods' (its value at ArCHer's budget is read off its curve).
+
+@dataclass(frozen=True)
+class Schedule:
+    budget: int
+    ceiling: int
+    eval_every: int
+    what: str  # the options the budget comes from, for error messages
+
+
+def schedule(task: Task, method: Method, per_iter: int, args: argparse.Namespace) -> Schedule:
+    """A run's budget, ceiling and evaluation interval (games online, gradient steps offline).
+
+    A long method gets ``--on-policy-factor`` times the games: as its ceiling on a task that stops it early (it
+    starts with ``--trajectories``), else as its budget. Where a method's games per iteration do not divide
+    ``--eval-every``, it is evaluated every smallest multiple of ``--eval-every`` that is a whole number of its
+    iterations, so its points coincide with the other methods'.
     """
-    if method != TOKEN_PPO:
-        return args.trajectories, args.eval_every
-    return args.ppo_budget_factor * args.trajectories, math.lcm(args.eval_every, per_iter)
+    if method.offline:
+        return Schedule(args.offline_steps, args.offline_steps, args.offline_eval_every, "--offline-steps")
+    eval_every = math.lcm(args.eval_every, per_iter)
+    if not method.long:
+        return Schedule(args.trajectories, args.trajectories, eval_every, "--trajectories")
+    longest = args.on_policy_factor * args.trajectories
+    if task.stops_early:
+        return Schedule(args.trajectories, longest, eval_every, "--trajectories")
+    return Schedule(longest, longest, eval_every, "--on-policy-factor x --trajectories")
 
 
-def plan(args: argparse.Namespace) -> list[RunSpec]:
+def plan(args: argparse.Namespace) -> Plan:
     """Compose every run's config in-process (so errors show before anything trains) and return the runs."""
+    task = TASKS[args.task]
     specs = []
+    names = list(args.methods)
+    stopping = task.stops_early and any(task.method(m).long for m in names)
+    read_only = [task.archers[0]] if stopping and task.archers[0] not in names else []
+    settings = run_settings(args)
     with hydra_configs():
-        reference = compose_config(args.reference, [ENV, *scoped_overrides(args.override, args.reference, "online")])
-        for method in args.methods:
-            kind = "online" if method in (*ONLINE, *ONLINE_EXTRA) else "offline"
+        reference_user = scoped_overrides(task, args.override, reference_method(task), "online")
+        reference = compose_config(task.reference, [task.env, *task.overrides, *reference_user])
+        for name in [*names, *read_only]:
+            method = task.method(name)
+            kind = method.kind
             # Shared values are computed before the scoped overrides, which therefore win over them.
-            unscoped = scoped_overrides([o for o in args.override if is_unscoped(o)], method, kind)
-            shared = shared_overrides(compose_config(method, [ENV, *unscoped]), reference, SHARED[kind])
-            user = scoped_overrides(args.override, method, kind)
-            algorithm = checked_config(method, [ENV, *shared, *user]).algorithm
-            if kind == "online":
-                per_iter = algorithm.rollout.episodes_per_iter
-                budget, eval_every = online_schedule(method, per_iter, args)
-                what = "--ppo-budget-factor x --trajectories" if method == TOKEN_PPO else "--trajectories"
-                iterations = exact_quotient(budget, per_iter, what, method)
-            else:
-                per_iter = algorithm.steps_per_iter
-                budget, eval_every = args.offline_steps, args.offline_eval_every
-                iterations = exact_quotient(budget, per_iter, "--offline-steps", method)
-            every = exact_quotient(
-                eval_every, per_iter, "--eval-every" if kind == "online" else "--offline-eval-every", method
+            unscoped = scoped_overrides(task, [o for o in args.override if is_unscoped(o)], name, kind)
+            own = compose_config(method.config, [task.env, *unscoped])
+            shared = shared_overrides(own, reference, task.shared[kind], task.not_shared)
+            user = scoped_overrides(task, args.override, name, kind)
+            base = [task.env, *shared, *method.overrides, *user]
+            composed = compose_config(method.config, [*settings, *base])
+            per_iter = OmegaConf.select(
+                composed, "algorithm.steps_per_iter" if method.offline else "algorithm.rollout.episodes_per_iter"
             )
-            schedule = [f"algorithm.num_iterations={iterations}", f"eval.every_iters={every}"]
-            overrides = [ENV, *shared, *user, *schedule]
+            sched = schedule(task, method, per_iter, args)
+            iterations = exact_quotient(sched.budget, per_iter, sched.what, name)
+            exact_quotient(sched.ceiling, per_iter, "--on-policy-factor x --trajectories", name)
+            steps = {"algorithm.num_iterations": iterations}
+            if method.recipe_warmup:
+                steps["algorithm.warmup_iters"] = recipe_warmup(iterations)
+            steps["eval.every_iters"] = exact_quotient(sched.eval_every, per_iter, "the evaluation interval", name)
+            # The schedule goes last, as overrides would; set on the composed config, it costs no second composition.
+            for key, value in steps.items():
+                OmegaConf.update(composed, key, value)
+            config = checked_config(name, composed)
+            overrides = [*base, *(f"{key}={value}" for key, value in steps.items())]
             for seed in args.seeds:
-                config = checked_config(method, [*run_settings(args), *overrides, f"seed={seed}"])
-                run_dir = args.out / "runs" / method / f"seed{seed}"
-                specs.append(RunSpec(method, kind, seed, run_dir.resolve(), overrides, config, budget, eval_every))
-    return specs
+                run_dir = (args.out / "runs" / name / f"seed{seed}").resolve()
+                specs.append(
+                    RunSpec(
+                        name,
+                        method,
+                        seed,
+                        run_dir,
+                        overrides,
+                        settings,
+                        replace(config, seed=seed),
+                        sched.budget,
+                        sched.eval_every,
+                        per_iter,
+                        sched.ceiling,
+                        run=name in names,
+                    )
+                )
+    return Plan(task, specs, to_run_config(reference))
+
+
+def extended(spec: RunSpec, budget: int) -> RunSpec:
+    """The same run continued to ``budget`` games (raising ``algorithm.num_iterations`` extends a run)."""
+    iterations = budget // spec.per_iter
+    overrides = [f"{ITERATIONS}{iterations}" if o.startswith(ITERATIONS) else o for o in spec.overrides]
+    algorithm = replace(spec.config.algorithm, num_iterations=iterations)
+    return replace(spec, overrides=overrides, config=replace(spec.config, algorithm=algorithm), budget=budget)
 
 
 # ---- running ---------------------------------------------------------------------------------------------------
@@ -321,18 +365,28 @@ def load_sidecar(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"attempts": []}
 
 
-def is_finished(spec: RunSpec, args: argparse.Namespace) -> bool:
-    sidecar = load_sidecar(spec.run_dir)
-    attempts = sidecar["attempts"]
-    return bool(attempts) and attempts[-1]["returncode"] == 0 and sidecar.get("command") == spec.command(args)
+def write_sidecar(run_dir: Path, sidecar: dict[str, Any]) -> None:
+    (run_dir / SIDECAR).write_text(json.dumps(sidecar, indent=1), encoding="utf-8")
 
 
-def execute(spec: RunSpec, args: argparse.Namespace) -> int:
-    """Run (or resume) one run in a subprocess; its output goes to ``benchmark_stdout.log`` in its folder."""
-    if is_finished(spec, args):
-        return 0
+# Command-line items that may change between a run's attempts without making it another run: its length (raising
+# it extends the run), its folder's path (a moved --out) and the settings that compute nothing.
+VOLATILE = (ITERATIONS, "run_dir=", "torch_threads=", "logging.progress_bars=", "cache_dir=")
+
+
+def run_identity(command: Sequence[str]) -> list[str]:
+    """What makes a command the same run as another: everything but the ``VOLATILE`` items."""
+    return [item for item in command if not item.startswith(VOLATILE)]
+
+
+def execute(spec: RunSpec) -> int:
+    """Run (or resume, or extend) one run in a subprocess; its output goes to ``benchmark_stdout.log``."""
     spec.run_dir.mkdir(parents=True, exist_ok=True)
-    command = spec.command(args)
+    command = spec.command()
+    sidecar = load_sidecar(spec.run_dir)
+    # Written before the run starts, so a run killed with the benchmark is still known as this command's.
+    sidecar["command"] = command
+    write_sidecar(spec.run_dir, sidecar)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     with open(spec.run_dir / "benchmark_stdout.log", "a", encoding="utf-8") as log:
@@ -342,14 +396,12 @@ def execute(spec: RunSpec, args: argparse.Namespace) -> int:
         _, status, usage = os.wait4(process.pid, 0)
     returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
-    sidecar = load_sidecar(spec.run_dir)
-    sidecar["command"] = command
     cpu = usage.ru_utime + usage.ru_stime
     attempt = {"returncode": returncode, "wall_s": wall, "cpu_s": cpu, "commit": code_commit()}
-    sidecar["attempts"].append({**attempt, "versions": library_versions()})
-    (spec.run_dir / SIDECAR).write_text(json.dumps(sidecar, indent=1), encoding="utf-8")
+    sidecar["attempts"].append({**attempt, "games": spec.budget, "versions": library_versions()})
+    write_sidecar(spec.run_dir, sidecar)
     status = "done" if returncode == 0 else f"FAILED (exit {returncode}, see {spec.run_dir}/benchmark_stdout.log)"
-    print(f"{spec.method} seed {spec.seed}: {status} in {wall:.0f} s", flush=True)
+    print(f"{spec.method} seed {spec.seed} to {spec.budget}: {status} in {wall:.0f} s", flush=True)
     return returncode
 
 
@@ -387,7 +439,7 @@ def library_versions() -> dict[str, str | None]:
 
 @dataclass
 class RunResult:
-    """What one run's ``metrics.jsonl`` says: its evaluation curve and the numbers of the table."""
+    """What one run's ``metrics.jsonl`` says, up to its spec's length: its evaluation curve and the table's numbers."""
 
     spec: RunSpec
     curve: list[dict[str, float]] = field(default_factory=list)  # x, iteration, return, success per evaluation
@@ -416,18 +468,26 @@ class RunResult:
         games = self.curve[-1]["x"] if self.curve and self.spec.kind == "online" else 0
         return self.play_update_s / games if self.play_update_s is not None and games else None
 
+    @property
+    def cost_s(self) -> float:
+        """The run's CPU seconds (the benchmark's process times), else its ``time/*`` figures."""
+        return self.cpu_s if self.cpu_s is not None else self.train_s
+
 
 def read_run(spec: RunSpec) -> RunResult:
-    """The curve and summary of one run from its folder (x: env trajectories online, gradient steps offline)."""
+    """The curve and summary of one run from its folder, up to the spec's iterations (x: env trajectories online,
+    gradient steps offline); nothing when the folder holds another command's run."""
     result = RunResult(spec)
     path = spec.run_dir / METRICS
-    if not path.exists():
+    sidecar = load_sidecar(spec.run_dir)
+    foreign = "command" in sidecar and run_identity(sidecar["command"]) != run_identity(spec.command())
+    if not path.exists() or foreign:
         return result
-    records = read_metrics(path)
-    algorithm = spec.config.algorithm
+    iterations = spec.config.algorithm.num_iterations
+    records = [r for r in read_metrics(path) if r["iteration"] <= iterations]
     for record in records:
         if record.get("eval/return_mean") is not None:
-            x = record["env/trajectories"] if spec.kind == "online" else record["iteration"] * algorithm.steps_per_iter
+            x = record["env/trajectories"] if spec.kind == "online" else record["iteration"] * spec.per_iter
             result.curve.append(
                 {
                     "iteration": record["iteration"],
@@ -444,8 +504,8 @@ def read_run(spec: RunSpec) -> RunResult:
             r.get("time/update_s") or 0.0 for r in records
         )
     last = records[-1]["iteration"] if records else 0
-    result.finished = last == algorithm.num_iterations and bool(result.curve) and result.curve[-1]["iteration"] == last
-    attempts = load_sidecar(spec.run_dir)["attempts"]
+    result.finished = last == iterations and bool(result.curve) and result.curve[-1]["iteration"] == last
+    attempts = sidecar["attempts"]
     result.wall_s = sum(a["wall_s"] for a in attempts) if attempts else None
     result.cpu_s = sum(a["cpu_s"] for a in attempts) if attempts else None
     result.commit = attempts[-1].get("commit") if attempts else None
@@ -471,6 +531,8 @@ def dataset_size(spec: RunSpec) -> int | None:
 ARCHIVED_FIELDS = ("finished", "curve", "final_rollout_return", "train_s", "wall_s", "cpu_s", "dataset_trajectories")
 # Archived since they were added; older records lack them and read back as None.
 OPTIONAL_ARCHIVED_FIELDS = ("play_update_s",)
+# Whole-run figures that a run read back shorter than it was played does not have.
+WHOLE_RUN_FIELDS = ("final_rollout_return", "play_update_s")
 
 
 def load_archive(path: Path) -> list[dict[str, Any]]:
@@ -492,8 +554,9 @@ def load_archive(path: Path) -> list[dict[str, Any]]:
 def archive_key(method: str, seed: int, overrides: Sequence[str], fingerprint: str) -> tuple[Any, ...]:
     """What makes two runs the same run: config, seed, overrides and the resolved config's fingerprint (the one a
     checkpoint must match to resume: run_dir and the run settings compute nothing), so a run is not served from the
-    archive after its config file or the config's defaults changed."""
-    return method, seed, tuple(overrides), fingerprint
+    archive after its config file or the config's defaults changed. The run's length is not part of it: a longer
+    run holds every shorter one (raising ``algorithm.num_iterations`` extends a run)."""
+    return method, seed, tuple(o for o in overrides if not o.startswith(ITERATIONS)), fingerprint
 
 
 def run_fingerprint(spec: RunSpec) -> str:
@@ -512,14 +575,22 @@ def spec_key(spec: RunSpec) -> tuple[Any, ...]:
 
 
 def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult | None:
-    """The archived result of exactly this run (same config, seed and overrides), if the archive holds it."""
+    """The archived result of this run (same config, seed and overrides, at least as long), up to its length."""
     key = spec_key(spec)
+    iterations = spec.config.algorithm.num_iterations
     for record in archive:
-        if record_key(record) == key:
-            fields = {name: record[name] for name in ARCHIVED_FIELDS}
-            fields |= {name: record.get(name) for name in OPTIONAL_ARCHIVED_FIELDS}
-            provenance = {"commit": record.get("commit"), "versions": record.get("versions")}
-            return RunResult(spec, **fields, **provenance, archived=True)
+        if record_key(record) != key or not record["finished"]:
+            continue
+        curve = [p for p in record["curve"] if p["iteration"] <= iterations]
+        if not curve or curve[-1]["iteration"] != iterations:
+            continue  # a shorter run
+        fields = {name: record[name] for name in ARCHIVED_FIELDS}
+        fields |= {name: record.get(name) for name in OPTIONAL_ARCHIVED_FIELDS}
+        if len(curve) < len(record["curve"]):
+            fields |= {name: None for name in WHOLE_RUN_FIELDS}
+        fields["curve"] = curve
+        provenance = {"commit": record.get("commit"), "versions": record.get("versions")}
+        return RunResult(spec, **fields, **provenance, archived=True)
     return None
 
 
@@ -535,11 +606,14 @@ def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
 
 
 def update_archive(path: Path, archive: Sequence[dict[str, Any]], results: Sequence[RunResult], out: Path) -> None:
-    """Add (or replace) every finished run read from its folder; written atomically."""
+    """Add (or replace by a run at least as long) every finished run read from its folder; written atomically."""
     records = {record_key(r): r for r in archive}
     for result in results:
         if result.finished and not result.archived:
-            records[spec_key(result.spec)] = archive_record(result, out)
+            key = spec_key(result.spec)
+            kept = records.get(key)
+            if kept is None or kept["curve"][-1]["iteration"] <= result.curve[-1]["iteration"]:
+                records[key] = archive_record(result, out)
     ordered = sorted(records.values(), key=lambda r: (r["method"], r["seed"], r["overrides"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".json.tmp")
@@ -560,612 +634,207 @@ def collect(specs: Sequence[RunSpec], archive: Sequence[dict[str, Any]]) -> list
     return results
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (0 for a single value)."""
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+# ---- stopping the on-policy methods -----------------------------------------------------------------------------
 
 
-def fmt(values: Sequence[float], digits: int = 2) -> str:
-    if not values:
-        return "n/a"
-    mean, std = mean_std(values)
-    return f"{mean:.{digits}f} ± {std:.{digits}f}" if len(values) > 1 else f"{mean:.{digits}f}"
+def continue_to(last: Sequence[float], target: float | None, budget: int, chunk: int, ceiling: int) -> int | None:
+    """The games a long method's runs continue to, or None when they stop.
 
-
-def finals(runs: Sequence[RunResult]) -> list[float]:
-    """The final greedy return of every finished run."""
-    return [r.final["return"] for r in runs if r.final]
-
-
-def difference(high: Sequence[float], low: Sequence[float]) -> tuple[float, float | None, str]:
-    """``mean(high) - mean(low)``, two standard errors of that difference (None under 2 seeds a side), and a verdict.
-
-    The verdict is "holds" when the difference is above two standard errors, "reversed" when below minus two.
+    Args:
+        last: every seed's last evaluation (all at ``budget`` games).
+        target: the stopping level (the final mean of the task's ArCHer recipe); None while unknown, when the runs
+            wait at ``budget``.
+        budget: the games they have played.
+        chunk: games added at a time.
+        ceiling: the most games they may play.
     """
-    (m1, s1), (m2, s2) = mean_std(high), mean_std(low)
-    diff = m1 - m2
-    if min(len(high), len(low)) < 2:
-        return diff, None, "one seed, so no spread to judge it by: not resolved"
-    two_se = 2 * math.sqrt(s1**2 / len(high) + s2**2 / len(low))
-    if diff > two_se:
-        return diff, two_se, "holds"
-    if diff < -two_se:
-        return diff, two_se, "reversed"
-    return diff, two_se, "not resolved within the spread"
-
-
-def compare(higher: str, high: Sequence[float], lower: str, low: Sequence[float]) -> str:
-    """Whether ``high`` is above ``low`` beyond two standard errors of the difference of their means."""
-    if not high or not low:
-        return f"{higher} > {lower}: no finished runs of both"
-    diff, two_se, verdict = difference(high, low)
-    head = f"{higher} > {lower}: difference {diff:+.2f}"
-    if two_se is None:
-        return f"{head}; {verdict}"
-    return f"{head} (2 standard errors: {two_se:.2f}, {len(high)} and {len(low)} seeds): {verdict}"
-
-
-def ordering_verdict(results: dict[str, list[RunResult]], higher: str, lower: str) -> str:
-    """Whether ``higher``'s final greedy return is above ``lower``'s beyond two standard errors of the difference."""
-    return compare(higher, finals(results.get(higher, [])), lower, finals(results.get(lower, [])))
-
-
-def sampled_finals(runs: Sequence[RunResult]) -> list[float]:
-    """The last iteration's training-game return of every finished run."""
-    return [r.final_rollout_return for r in runs if r.final and r.final_rollout_return is not None]
-
-
-def chai_play_line(grouped: dict[str, list[RunResult]]) -> str:
-    """ArCHer against CHAI as each acts while training: CHAI's policy is frozen, so its greedy return is the start's
-    by construction and only its training games show its critic's reranking."""
-    return compare(
-        ARCHER,
-        sampled_finals(grouped.get(ARCHER, [])),
-        f"{CHAI} in the last iteration's training games (ArCHer samples its policy; CHAI plays its critic's pick of "
-        "its policy's samples)",
-        sampled_finals(grouped.get(CHAI, [])),
-    )
-
-
-def seed_mean_curve(runs: Sequence[RunResult]) -> list[tuple[float, float]]:
-    """(x, seed-mean greedy return) at the evaluations every given run has, in order of x."""
-    curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.curve]
-    if not curves:
-        return []
-    xs = sorted(set.intersection(*(set(c) for c in curves)))
-    return [(x, statistics.fmean(c[x] for c in curves)) for x in xs]
-
-
-def games_to_reach(curve: Sequence[tuple[float, float]], target: float) -> float | None:
-    """The first x at which the curve's value is at least ``target``; None if it never is."""
-    return next((x for x, value in curve if value >= target), None)
-
-
-def value_at(curve: Sequence[dict[str, float]], x: float) -> dict[str, float] | None:
-    """The run's last evaluation at or before ``x``, provided the run has been evaluated at or beyond ``x``."""
-    if not curve or curve[-1]["x"] < x:
+    if target is None or not last or statistics.fmean(last) >= target or budget >= ceiling:
         return None
-    return [p for p in curve if p["x"] <= x][-1]
+    return min(budget + chunk, ceiling)
 
 
-def ppo_lines(grouped: dict[str, list[RunResult]], args: argparse.Namespace) -> list[str]:
-    """ArCHer against token-level PPO at ArCHer's budget and at PPO's, and the games PPO needs to reach ArCHer."""
-    archer, ppo = grouped.get(ARCHER, []), grouped.get(TOKEN_PPO, [])
-    archer_finals = finals(archer)
-    budget = ppo[0].spec.budget if ppo else args.ppo_budget_factor * args.trajectories
-    # PPO's return at ArCHer's budget is read from its curve (unfinished runs count once they are past it).
-    at_budget = [p for p in (value_at(r.curve, args.trajectories) for r in ppo) if p is not None]
-    read_at = sorted({p["x"] for p in at_budget})
-    where = f"{TOKEN_PPO} at {args.trajectories} games" + (
-        f" (its evaluation at {'/'.join(f'{x:.0f}' for x in read_at)})"
-        if read_at and read_at != [args.trajectories]
-        else ""
-    )
-    lines = [
-        compare(ARCHER, archer_finals, where, [p["return"] for p in at_budget]),
-        compare(ARCHER, archer_finals, f"{TOKEN_PPO} at its full {budget} games", finals(ppo)),
-    ]
-    done = [r for r in ppo if r.final]
-    if not archer_finals or not done:
-        lines.append(f"Games {TOKEN_PPO} needs to reach {ARCHER}'s final return: no finished runs of both")
-        return lines
-    target = statistics.fmean(archer_finals)
-    reached = games_to_reach(seed_mean_curve(done), target)
-    head = f"Games token-level PPO ({TOKEN_PPO}, seed-mean greedy curve) needs to reach {ARCHER}'s final return"
-    if reached is None:
-        lines.append(
-            f"{head} ({target:.2f}, seed mean): not reached within {budget} games "
-            f"({budget / args.trajectories:g}x {ARCHER}'s {args.trajectories})"
-        )
-    elif reached == 0:
-        lines.append(
-            f"{head} ({target:.2f}, seed mean): 0 games: its start is already at or above it, so {ARCHER} did not "
-            "improve on the shared start"
-        )
-    else:
-        lines.append(
-            f"{head} ({target:.2f}, seed mean): {reached:.0f} games ({reached / args.trajectories:.1f}x "
-            f"{ARCHER}'s {args.trajectories})"
-        )
-    return lines
-
-
-def collapse_verdict(collapsed: Sequence[float], baseline: Sequence[float], floor: float) -> str:
-    """Whether IQL + REINFORCE's final returns (``collapsed``) are below offline BC's beyond two standard errors.
-
-    The paper reports that IQL + REINFORCE without a BC term collapses to the return floor (-20 in Twenty Questions:
-    every question asked, the word never found); the verdict also says how far above ``floor`` its mean ends.
-    """
-    head = f"{IQL_REINFORCE} collapses (paper: to {floor:g})"
-    if not collapsed or not baseline:
-        return f"{head}: no finished runs of both it and {OFFLINE_BC}"
-    diff, two_se, verdict = difference(baseline, collapsed)
-    seeds = f"{len(collapsed)} and {len(baseline)} seeds"
-    spread = f"2 standard errors: {two_se:.2f}, {seeds}" if two_se is not None else seeds
-    below = f"below {OFFLINE_BC} by {diff:+.2f} ({spread}): {verdict}"
-    above_floor = statistics.fmean(collapsed) - floor
-    return (
-        f"{head}: final return {fmt(collapsed)} against {OFFLINE_BC}'s {fmt(baseline)}; {below}; its mean is "
-        f"{above_floor:.2f} above the {floor:g} floor"
-    )
-
-
-def group(results: Sequence[RunResult]) -> dict[str, list[RunResult]]:
-    grouped: dict[str, list[RunResult]] = {}
-    for result in results:
-        grouped.setdefault(result.spec.method, []).append(result)
-    return grouped
-
-
-def table_rows(results: Sequence[RunResult], out: Path) -> list[dict[str, Any]]:
-    """One CSV row per run: the numbers read from its metrics.jsonl (``run_dir`` relative to ``out``)."""
-    rows = []
-    for r in results:
-        start, final = r.start, r.final
-        rows.append(
-            {
-                "method": r.spec.method,
-                "kind": r.spec.kind,
-                "seed": r.spec.seed,
-                "finished": r.finished,
-                "x_unit": "env_trajectories" if r.spec.kind == "online" else "gradient_steps",
-                "x_budget": r.spec.budget,
-                "x_final": final["x"] if final else None,
-                "dataset_trajectories": r.dataset_trajectories,
-                "start_return": start["return"] if start else None,
-                "final_return": final["return"] if final else None,
-                "start_success": start["success"] if start else None,
-                "final_success": final["success"] if final else None,
-                "final_rollout_return": r.final_rollout_return,
-                "train_s": round(r.train_s, 1),
-                "seconds_per_game": round(r.seconds_per_game, 3) if r.seconds_per_game is not None else None,
-                "wall_s": round(r.wall_s, 1) if r.wall_s is not None else None,
-                "cpu_s": round(r.cpu_s, 1) if r.cpu_s is not None else None,
-                "run_dir": os.path.relpath(r.spec.run_dir, out),
-                "source": ARCHIVE if r.archived else "run folder",
-                "commit": r.commit,
-                "transformers": (r.versions or {}).get("transformers"),
-            }
-        )
-    return rows
-
-
-def write_csvs(results: Sequence[RunResult], out: Path, docs: Path) -> None:
-    rows = table_rows(results, out)
-    with open(docs / "runs.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(docs / "curves.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["method", "kind", "seed", "iteration", "x", "eval_return_mean", "eval_success_rate"])
-        for r in results:
-            for p in r.curve:
-                writer.writerow(
-                    [r.spec.method, r.spec.kind, r.spec.seed, p["iteration"], p["x"], p["return"], p["success"]]
-                )
-
-
-def _reranks_at_eval(result: RunResult) -> bool:
-    """Whether the run is CHAI evaluated by reranking (``algorithm.rerank_at_eval``) rather than one greedy decode."""
-    algorithm = result.spec.config.algorithm
-    return algorithm.name == "chai" and getattr(algorithm, "rerank_at_eval", False)
-
-
-def describe(spec: RunSpec) -> str:
-    """The table's name for a run config: what it is, and the switches that change what it is."""
-    algorithm = spec.config.algorithm
-    what = WHAT.get(spec.method, spec.method)
-    if hasattr(algorithm, "filter_fraction"):
-        what = what.format(fraction=f"{algorithm.filter_fraction:.0%}")
-    if algorithm.name == "chai":
-        what += ", policy trained" if getattr(algorithm, "update_policy", False) else ", policy frozen"
-    if algorithm.name == "iql_reinforce":
-        kl = getattr(algorithm, "kl_coeff", 0.0)
-        what += ", no BC term (kl_coeff 0)" if not kl else f", KL to the start (kl_coeff {kl:g})"
-    return f"{what}, as in `{config_name(spec.method)}`"
-
-
-def command_text(argv: Sequence[str], cwd: str | None) -> str:
-    """The benchmark's command line as a reader would type it (from ``scripts/`` when it was run there), with the
-    folders outside the repository ``shown`` as placeholders."""
-    tail = shlex.join(shown_argument(item) for item in argv)
-    from_scripts = f"cd scripts && python benchmark_methods.py {tail}".rstrip()
-    if cwd is None or Path(cwd) == SCRIPTS:
-        return from_scripts
-    if (Path(cwd) / "benchmark_methods.py").exists():  # the scripts folder of another checkout
-        return f"{from_scripts} (in another checkout)"
-    return f"python scripts/benchmark_methods.py {tail}".rstrip() + f" (run from {shown(Path(cwd))})"
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the repository when it lies inside it (the page is committed); else ``<name>``, the
-    folder's name as a placeholder for a folder of the machine that ran it."""
-    try:
-        return str(path.resolve().relative_to(SCRIPTS.parent))
-    except ValueError:
-        return f"<{path.name}>"
-
-
-def shown_argument(item: str) -> str:
-    """A command-line argument with an absolute path in it (``--out=/x/y`` or ``/x/y``) ``shown``."""
-    option, equals, value = item.rpartition("=")
-    if value.startswith("/"):
-        return f"{option}{equals}{shown(Path(value))}"
-    return item
-
-
-def header(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> list[str]:
-    """What produced the page: the command, seeds, budgets and the starting policies' returns."""
-    lines = ["# Method benchmark: Twenty Questions, 10-word subset", ""]
-    if "argv" in info:
-        lines.append(f"Runs produced by: `{command_text(info['argv'], info.get('cwd'))}`")
-        if info["argv"] != args.argv:
-            lines.append(f"This page rebuilt by: `{command_text(args.argv, str(Path.cwd()))}`")
-    else:
-        lines.append(f"Produced by: `{command_text(args.argv, str(Path.cwd()))}`")
-    seeds = ", ".join(map(str, args.seeds))
-    lines.append("")
-    lines.append(f"- Seeds: {len(args.seeds)} ({seeds}) for every method; runs under `{shown(args.out)}`.")
-    online = [r for r in results if r.spec.kind == "online"]
-    offline = [r for r in results if r.spec.kind == "offline"]
-    if online:
-        budgets = "; ".join(
-            f"`{m}` {runs[0].spec.budget} games, evaluated every {runs[0].spec.eval_every}"
-            for m, runs in group(online).items()
-            if runs[0].spec.budget != args.trajectories or runs[0].spec.eval_every != args.eval_every
-        )
-        lines.append(
-            f"- Online budget: {args.trajectories} environment games per run, greedy evaluation every "
-            f"{args.eval_every} games" + (f"; {budgets}" if budgets else "") + "."
-        )
-        starts = [r.start["return"] for r in online if r.start and not _reranks_at_eval(r)]
-        pretrain = online[0].spec.config.pretrain
-        built = (
-            f"behaviour cloning on `data` with `{args.reference}`'s `pretrain` ({pretrain.num_iterations} x "
-            f"{pretrain.steps_per_iter} steps of {pretrain.batch_size}), built once and cached"
-            if pretrain is not None
-            else "`model.policy` (no `pretrain`)"
-        )
-        lines.append(
-            f"- Start policy of every online run: {built}; greedy return "
-            + (f"{fmt(starts)} (iteration 0 of the online runs)." if starts else "not measured yet.")
-        )
-    if offline:
-        steps = offline[0].spec.budget
-        starts = [r.start["return"] for r in offline if r.start]
-        lines.append(
-            f"- Offline budget: {steps} gradient steps per run on one fixed dataset, greedy evaluation every "
-            f"{args.offline_eval_every} steps; each run starts from its config's untrained `model.policy` (greedy "
-            f"return {fmt(starts)})."
-        )
-    return lines
-
-
-def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> list[str]:
-    """Facts the table depends on: budgets, shared settings, and checks of the shared start (one function, as long
-    as the list of notes: each paragraph is one note, in the order the page prints them)."""
-    lines = []
-    online = [r for r in results if r.spec.kind == "online"]
-    offline = [r for r in results if r.spec.kind == "offline"]
-    if online:
-        lines.append(
-            f"Online: {args.trajectories} environment games per run, greedy evaluation after every {args.eval_every}; "
-            f"every online run starts from the `pretrain` policy of `{args.reference}`, built once before the runs"
-            + (f" ({info['start_policy_s']:.0f} s; ~0 when cached)." if "start_policy_s" in info else ".")
-        )
-        # CHAI with rerank_at_eval reranks candidates with its (untrained, at iteration 0) critic, so its iteration-0
-        # return is not the starting policy's greedy return; every other run's must be equal.
-        starts = {r.start["return"] for r in online if r.start and not _reranks_at_eval(r)}
-        if len(starts) > 1:
-            lines.append(
-                f"WARNING: the online runs' starting returns differ ({sorted(starts)}): they did not all start from "
-                "the same policy, or greedy decoding is not deterministic here."
-            )
-        elif starts:
-            lines.append(
-                f"Check: every online run's iteration-0 greedy return is the same ({starts.pop():.2f}; CHAI with "
-                "`rerank_at_eval` aside, whose evaluation reranks candidates with its critic)."
-            )
-        new = info.get("new_pretrained_folders_during_runs", [])
-        if new:
-            lines.append(f"WARNING: runs built their own starting policy in {new}: the starts are not shared.")
-    ppo = [r for r in online if r.spec.method == TOKEN_PPO]
-    if ppo:
-        spec = ppo[0].spec
-        per_iter = spec.config.algorithm.rollout.episodes_per_iter
-        coarser = (
-            f", the smallest multiple of {args.eval_every} that is a whole number of its iterations"
-            if spec.eval_every != args.eval_every
-            else ""
-        )
-        overridden = any(o.startswith("algorithm.rollout.episodes_per_iter=") for o in spec.overrides)
-        source = (
-            "set by `--override`"
-            if overridden
-            else f"`{TOKEN_PPO}.yaml`'s `algorithm.rollout.episodes_per_iter`, which divides the budget, so the "
-            "benchmark does not override it"
-        )
-        lines.append(
-            f"`{TOKEN_PPO}`: {args.ppo_budget_factor} x {args.trajectories} = {spec.budget} games "
-            f"(`--ppo-budget-factor`), {per_iter} games per iteration ({source}): {spec.budget // per_iter} "
-            f"iterations, evaluated every {spec.eval_every} games{coarser}."
-        )
-    if offline:
-        sizes = sorted({r.dataset_trajectories for r in offline if r.dataset_trajectories is not None})
-        batch = sorted({r.spec.config.algorithm.batch_size for r in offline})
-        lines.append(
-            f"Offline: a fixed dataset of {', '.join(map(str, sizes)) or 'unknown'} scripted-questioner trajectories "
-            f"(`data`); {args.offline_steps} gradient steps of batch {'/'.join(map(str, batch))} per run, greedy "
-            f"evaluation after every {args.offline_eval_every}; each starts from its config's `model.policy`."
-        )
-    for r in results:
-        algorithm = r.spec.config.algorithm
-        if algorithm.name == "chai" and not getattr(algorithm, "update_policy", True):
-            if _reranks_at_eval(r):
-                lines.append(
-                    "CHAI keeps its policy frozen (`update_policy=false`); its evaluation (`rerank_at_eval`) reranks "
-                    "the greedy decode and k - 1 samples with its target critic, so its curve, iteration 0 included, "
-                    "measures the critic's choices."
-                )
-            else:
-                lines.append(
-                    "CHAI keeps its policy frozen (`update_policy=false`) and is evaluated, as every method, by one "
-                    "greedy decode of its policy: its greedy curve stays at the start by construction; its reranked "
-                    "play shows in the rollout and sampled returns."
-                )
-            break
-    if args.override:
-        lines.append(f"Extra overrides: `{' '.join(args.override)}`.")
-    archived = [r for r in results if r.archived]
-    if archived:
-        commits = sorted({(r.commit or "not recorded")[:12] for r in archived})
-        lines.append(
-            f"Read from `{ARCHIVE}` (finished by earlier invocations with the same overrides, not rerun by this one): "
-            f"{', '.join(f'{r.spec.method}/seed{r.spec.seed}' for r in archived)}; their code: commits "
-            f"{', '.join(commits)} (`runs.csv` gives each run's)."
-        )
-    missing = [f"{r.spec.method}/seed{r.spec.seed}" for r in results if not r.finished]
-    if missing:
-        lines.append(f"Unfinished or failed runs (left out of the numbers): {', '.join(missing)}.")
-    return lines
-
-
-def markdown(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> str:
-    grouped = group(results)
-    lines = [*header(results, args, info), ""]
-    lines += [
-        "| method, as in its config | data used | start return | final return | final − start "
-        "| final return per seed | final success | final sampled return | wall s / run | CPU s / run | s / game |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for runs in grouped.values():
-        done = [r for r in runs if r.final]
-        start = [r.start["return"] for r in runs if r.start]
-        final = [r.final["return"] for r in done]
-        gain = [r.final["return"] - r.start["return"] for r in done if r.start]
-        per_seed = ", ".join(f"s{r.spec.seed}: {r.final['return']:.2f}" for r in done) or "n/a"
-        success = [r.final["success"] for r in done]
-        sampled = [r.final_rollout_return for r in done if r.final_rollout_return is not None]
-        walls = [r.wall_s for r in runs if r.wall_s is not None]
-        cpus = [r.cpu_s for r in runs if r.cpu_s is not None]
-        per_game = [r.seconds_per_game for r in runs if r.seconds_per_game is not None]
-        if runs[0].spec.kind == "online":
-            used = f"{runs[0].spec.budget} env games"
-        else:
-            sizes = sorted({r.dataset_trajectories for r in runs if r.dataset_trajectories is not None})
-            used = f"{'/'.join(map(str, sizes)) or '?'} dataset games, {runs[0].spec.budget} steps"
-        lines.append(
-            f"| {describe(runs[0].spec)} | {used} | {fmt(start)} | {fmt(final)} | {fmt(gain)} | {per_seed} "
-            f"| {fmt(success)} | {fmt(sampled) if sampled else '—'} | {fmt(walls, 0)} | {fmt(cpus, 0)} "
-            f"| {fmt(per_game, 3) if per_game else '—'} |"
-        )
-    lines.append("")
-    lines.append(
-        "Greedy evaluation on every word of the 10-word subset once; mean ± sample standard deviation over seeds "
-        f"{', '.join(map(str, args.seeds))}. Sampled return: the last iteration's training games. s / game: seconds "
-        "of play and update (`time/rollout_s` + `time/update_s`, evaluation and checkpoints left out) per training "
-        "game, on the machine and with the neighbours each run had."
-    )
-    lines.append("")
-    lines.append(
-        "## Paper orderings\n\nFinal greedy return; an ordering holds when the difference of the seed means is above "
-        "two standard errors of that difference.\n"
-    )
-    lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS[:2]]
-    if CHAI in grouped:
-        lines.append(f"- {chai_play_line(grouped)}")
-    lines += [f"- {line}" for line in ppo_lines(grouped, args)]
-    lines += [f"- {ordering_verdict(grouped, higher, lower)}" for _, higher, lower in ORDERINGS[2:]]
-    iql = grouped.get(IQL_REINFORCE, [])
-    # Twenty Questions scores -1 per question asked, so a game that never finds the word returns -max_turns.
-    floor = -float(iql[0].spec.config.env.max_turns) if iql else -20.0
-    lines.append(f"- {collapse_verdict(finals(iql), finals(grouped.get(OFFLINE_BC, [])), floor)}")
-    lines.append("")
-    lines.append("## Configs and overrides\n")
-    settings = " ".join(shown_argument(item) for item in run_settings(args))
-    lines.append(
-        "Each run is `python run.py --config-name <config> seed=<seed> run_dir=<out>/runs/<config>/seed<seed>` with "
-        f"`{settings}` and the overrides below (the reference's shared settings, then `--override` values, then the "
-        "benchmark's schedule).\n"
-    )
-    for method, runs in grouped.items():
-        lines.append(f"- `{method}` ({len(runs)} seeds): `{' '.join(runs[0].spec.overrides)}`")
-    lines.append("")
-    lines.append("## Notes\n")
-    lines += [f"- {line}" for line in notes(results, args, info)]
-    return "\n".join(lines) + "\n"
-
-
-def plot(results: Sequence[RunResult], args: argparse.Namespace, path: Path) -> None:
-    """Seed-mean greedy return against data used, with the min-max band over seeds; online and offline panels.
-
-    Only finished runs are drawn, so a partial benchmark shows each method's whole budget (over the seeds finished).
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    kinds = [k for k in ("online", "offline") if any(r.spec.kind == k for r in results)]
-    fig, axes = plt.subplots(1, len(kinds), figsize=(6.5 * len(kinds), 4.5), squeeze=False)
-    for ax, kind in zip(axes[0], kinds, strict=True):
-        for method, runs in group([r for r in results if r.spec.kind == kind]).items():
-            curves = [{p["x"]: p["return"] for p in r.curve} for r in runs if r.finished]
-            xs = sorted(set.intersection(*(set(c) for c in curves))) if curves else []
-            if not xs:
+def settle(
+    task: Task, specs: Sequence[RunSpec], archive: Sequence[dict[str, Any]], chunk: int
+) -> tuple[list[RunSpec], list[RunResult]]:
+    """Continue the long methods' runs as far as their finished results and the stopping rule say, without running
+    anything; returns the runs (some longer) and their results."""
+    specs = list(specs)
+    while True:
+        results = collect(specs, archive)
+        if not task.stops_early:
+            return specs, results
+        target = stopping_level(task, results)
+        longer = False
+        for method, runs in group(results).items():
+            if not runs[0].spec.definition.long or not all(r.finished for r in runs):
                 continue
-            values = [[c[x] for c in curves] for x in xs]
-            marker = "." if len(xs) <= 25 else None  # PPO's ten-times-longer curve would be a row of dots
-            line = ax.plot(
-                xs, [statistics.fmean(v) for v in values], marker=marker, label=f"{method} ({len(curves)})"
-            )[0]
-            ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], color=line.get_color(), alpha=0.2)
-        if kind == "online":
-            longest = max(r.spec.budget for r in results if r.spec.kind == kind)
-            if longest > args.trajectories:
-                # PPO's longer budget on a linear axis would squeeze every other curve into its first tenth: linear
-                # up to the common budget, logarithmic beyond it.
-                ax.set_xscale("symlog", linthresh=args.trajectories, linscale=1.0)
-                ticks = [
-                    0,
-                    args.trajectories // 2,
-                    args.trajectories,
-                    *(f * args.trajectories for f in (2, 5, 10, 20)),
-                ]
-                ax.set_xticks([t for t in ticks if t <= longest] + ([longest] if longest not in ticks else []))
-                ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-                ax.axvline(args.trajectories, color="grey", linestyle=":", linewidth=1)
-            archer = finals(group(results).get(ARCHER, []))
-            if archer:
-                ax.axhline(statistics.fmean(archer), color="grey", linestyle="--", linewidth=1)
-            scale = f" (linear to {args.trajectories}, logarithmic beyond)" if longest > args.trajectories else ""
-            ax.set_xlabel(f"environment games used{scale}")
-            title = "online (line: seed mean; band: min-max over seeds"
-            ax.set_title(title + ("; dashed: ArCHer's final mean)" if archer else ")"), fontsize=10)
-        else:
-            sizes = sorted({r.dataset_trajectories for r in results if r.spec.kind == kind and r.dataset_trajectories})
-            ax.set_xlabel(f"gradient steps on a fixed dataset of {'/'.join(map(str, sizes))} trajectories")
-            ax.set_title("offline (line: seed mean; band: min-max over seeds)", fontsize=10)
-        ax.set_ylabel("greedy evaluation return")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, title="config (seeds)", title_fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+            spec = runs[0].spec
+            budget = continue_to([r.curve[-1][task.point_key] for r in runs], target, spec.budget, chunk, spec.ceiling)
+            if budget is not None:
+                specs = [extended(s, budget) if s.method == method else s for s in specs]
+                longer = True
+        if not longer:
+            return specs, results
 
 
-def report(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any]) -> str:
-    """Write the table, CSVs and plot of the runs into ``--docs``; returns the table."""
-    args.docs.mkdir(parents=True, exist_ok=True)
-    write_csvs(results, args.out, args.docs)
-    plot(results, args, args.docs / "curves.png")
-    text = markdown(results, args, info)
-    (args.docs / "results.md").write_text(text, encoding="utf-8")
-    return text
+# ---- summary across tasks ----------------------------------------------------------------------------------------
+
+
+def write_summary(args: argparse.Namespace) -> int:
+    """Rebuild ``summary.md`` from every task's run folders and archive (nothing is run)."""
+    root = args.docs
+    rows: list[str] = []
+    hours: dict[str, float] = {}
+    for name, task in TASKS.items():
+        task_args = copy.copy(args)
+        task_args.task = name
+        task_args.methods = list(task.method_names)
+        task_args.out = (args.out_root / name).resolve()
+        task_args.eval_every = args.eval_every_given or task.eval_every
+        plan_ = plan(task_args)
+        archive = load_archive(root / name / ARCHIVE)
+        _, results = settle(task, plan_.specs, archive, args.trajectories)
+        # Optional methods appear only once they have finished runs.
+        ran = {r.spec.method for r in results if r.finished}
+        shown_results = [r for r in results if r.spec.definition in task.methods or r.spec.method in ran]
+        rows += summary_rows(task, shown_results, task_figures(plan_, shown_results))
+        hours[name] = cpu_hours(shown_results, {})
+    text = summary_markdown(rows, args.argv, hours)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / SUMMARY).write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {root / SUMMARY}", flush=True)
+    return 0
 
 
 # ---- entry -------------------------------------------------------------------------------------------------------
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    tasks = "\n".join(f"  {t.name}: {t.description}" for t in TASKS.values())
+    parser = argparse.ArgumentParser(
+        description=__doc__,
+        epilog=f"tasks:\n{tasks}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("task", nargs="?", choices=list(TASKS), help="the task to run or report (see below)")
     parser.add_argument(
         "--methods",
-        default=",".join((*ONLINE, *OFFLINE)),
-        help=f"comma-separated run configs, or 'all' (adds {', '.join((*ONLINE_EXTRA, *OFFLINE_EXTRA))})",
+        default=None,
+        help="comma-separated methods of the task (default: its default list), or 'all' (adds its optional ones)",
     )
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 for every method (3)")
     parser.add_argument("--trajectories", type=int, default=1280, help="environment games per online run (1280)")
-    parser.add_argument("--eval-every", type=int, default=160, help="greedy evaluation every this many games (160)")
     parser.add_argument(
-        "--ppo-budget-factor",
+        "--eval-every",
+        type=int,
+        default=None,
+        help="greedy evaluation every this many games (default: the task's, 160 on Twenty Questions, 128 on grids)",
+    )
+    parser.add_argument(
+        "--on-policy-factor",
         type=int,
         default=10,
-        help=f"{TOKEN_PPO} plays this many times --trajectories games (10)",
+        help="the on-policy methods play up to this many times --trajectories games (10)",
     )
     parser.add_argument("--offline-steps", type=int, default=3000, help="gradient steps per offline run (3000)")
     parser.add_argument("--offline-eval-every", type=int, default=500, help="offline evaluation every N steps (500)")
-    parser.add_argument("--out", type=Path, default=Path("outputs/benchmark_methods"), help="folder of the runs")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="folder of the runs (default: outputs/benchmark/<task>)"
+    )
     parser.add_argument(
         "--docs",
         type=Path,
-        default=DOCS,
-        help="folder of results.md, runs.csv, curves.csv and curves.png (the repository's docs/benchmark)",
+        default=None,
+        help="folder of results.md, runs.csv, curves.csv, curves.png and archive.json (default: the repository's "
+        "docs/benchmark/<task>); with --summary, the folder holding every task's folder (default: docs/benchmark)",
     )
     parser.add_argument("--cache-dir", default=None, help="model/dataset/start-policy cache (default: the runs')")
     parser.add_argument("--torch-threads", type=int, default=1, help="torch threads of every run")
     parser.add_argument("--jobs", type=int, default=2, help="runs at the same time")
-    parser.add_argument("--reference", default=ARCHER, help="config whose env/model/data/pretrain all share")
     parser.add_argument(
         "--override",
         action="append",
         default=[],
         metavar="[SCOPE:]KEY=VALUE",
-        help="Hydra override for every run; SCOPE (a method, online or offline) limits it (repeatable)",
+        help="Hydra override for every run; SCOPE (a method, online or offline) limits it (repeatable); unscoped "
+        "ones and those scoped to the method that runs the reference config unchanged also go to the reference",
     )
     parser.add_argument("--report-only", action="store_true", help="only rebuild the table and plot")
     parser.add_argument("--dry-run", action="store_true", help="print every run's command and exit")
+    parser.add_argument("--summary", action="store_true", help="rebuild docs/benchmark/summary.md from the archives")
     args = parser.parse_args(argv)
     # The command as given, for results.md: the page names the exact command that produced it.
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    args.methods = list(KNOWN) if args.methods == "all" else [m for m in args.methods.split(",") if m]
-    unknown = [m for m in args.methods if m not in KNOWN]
-    if unknown:
-        parser.error(f"unknown methods {unknown}; choose from {', '.join(KNOWN)}")
-    if args.ppo_budget_factor < 1:
-        parser.error("--ppo-budget-factor must be at least 1")
+    if args.on_policy_factor < 1:
+        parser.error("--on-policy-factor must be at least 1")
     args.seeds = list(range(args.seeds))
-    args.out = args.out.resolve()
-    args.docs = args.docs.resolve()
+    args.eval_every_given = args.eval_every
+    if args.summary:
+        args.out_root = (args.out or Path("outputs/benchmark")).resolve()
+        args.docs = (args.docs or DOCS).resolve()
+        return args
+    if args.task is None:
+        parser.error(f"name a task ({', '.join(TASKS)}) or give --summary")
+    task = TASKS[args.task]
+    names = task.method_names if args.methods == "all" else task.method_names[: len(task.methods)]
+    args.methods = list(names) if args.methods in (None, "all") else [m for m in args.methods.split(",") if m]
+    unknown = [m for m in args.methods if m not in task.method_names]
+    if unknown:
+        parser.error(f"unknown methods {unknown} of {task.name}; choose from {', '.join(task.method_names)}")
+    args.eval_every = args.eval_every or task.eval_every
+    args.out = (args.out or Path("outputs/benchmark") / task.name).resolve()
+    args.docs = (args.docs or DOCS / task.name).resolve()
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    specs = plan(args)
+    if args.summary:
+        return write_summary(args)
+    plan_ = plan(args)
+    task = plan_.task
     if args.dry_run:
-        print("\n".join(" ".join(["python", *spec.command(args)]) for spec in specs))
+        print("\n".join(" ".join(["python", *spec.command()]) for spec in plan_.specs if spec.run))
+        long = sorted({s.method for s in plan_.specs if s.definition.long and s.budget < s.ceiling})
+        if long:
+            print(f"# then {', '.join(long)}: continued by --trajectories games up to the ceiling (stopping rule)")
         return 0
     info_path = args.out / "benchmark.json"
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
     archive_path = args.docs / ARCHIVE
     archive = load_archive(archive_path)
+    specs = plan_.specs
     failures = 0
     if not args.report_only:
         args.out.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        kept = [s for s in specs if not is_finished(s, args) and from_archive(s, archive) is not None]
-        for spec in kept:
-            print(f"{spec.method} seed {spec.seed}: finished in {shown(archive_path)}, not rerun", flush=True)
-        pending = [s for s in specs if s not in kept]
-        online = [s for s in pending if s.kind == "online" and not is_finished(s, args)]
-        pretrained = Path(online[0].config.cache_dir or _default_cache()) / "pretrained" if online else None
-        if online:
-            info["start_policy_s"], info["start_policy_cpu_s"] = build_start_policy(online[0], args.out)
-        before = set(pretrained.iterdir()) if pretrained and pretrained.exists() else set()
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            failures = sum(code != 0 for code in pool.map(lambda s: execute(s, args), pending))
+        attempted: set[tuple[str, int, int]] = set()
+        pretrained: Path | None = None
+        before: set[Path] = set()
+        while True:
+            specs, results = settle(task, specs, archive, args.trajectories)
+            if not attempted:
+                for r in results:
+                    if r.archived:
+                        print(f"{r.spec.method} seed {r.spec.seed}: finished in {shown(archive_path)}, not rerun")
+            pending = [
+                s
+                for s, r in zip(specs, results, strict=True)
+                if s.run and not r.finished and (s.method, s.seed, s.budget) not in attempted
+            ]
+            if not pending:
+                break
+            # The stopping level's runs first: the on-policy methods' continuation waits for them.
+            pending.sort(key=lambda s: s.method != task.archers[0])
+            online = [s for s in pending if s.kind == "online"]
+            if online and pretrained is None:
+                pretrained = Path(online[0].config.cache_dir or _default_cache()) / "pretrained"
+                info["start_policy_s"], info["start_policy_cpu_s"] = build_start_policy(online[0], args.out)
+                before = set(pretrained.iterdir()) if pretrained.exists() else set()
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                failures += sum(code != 0 for code in pool.map(execute, pending))
+            attempted |= {(s.method, s.seed, s.budget) for s in pending}
         after = set(pretrained.iterdir()) if pretrained and pretrained.exists() else set()
         info["new_pretrained_folders_during_runs"] = sorted(str(p) for p in after - before)
         info["benchmark_wall_s"] = time.perf_counter() - start
@@ -1173,10 +842,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         info["cwd"] = str(Path.cwd())
         info_path.write_text(json.dumps(info, indent=1), encoding="utf-8")
         print(f"benchmark wall time: {info['benchmark_wall_s']:.0f} s", flush=True)
-    results = collect(specs, archive)
+    specs, results = settle(task, specs, archive, args.trajectories)
     update_archive(archive_path, archive, results, args.out)
-    print(report(results, args, info))
+    # Runs of the stopping level that were only read appear when they exist.
+    results = [r for r in results if r.spec.run or r.finished]
+    print(report(results, args, info, replace(plan_, specs=specs)))
     print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png, {ARCHIVE}", flush=True)
+    print(f"{task.name}: total {cpu_hours(results, info):.2f} CPU-hours", flush=True)
     return 1 if failures else 0
 
 

@@ -1,5 +1,6 @@
-"""scripts/benchmark_methods.py: end to end on tiny models (one online and one offline method, two seeds), its
-defaults and budgets through ``--dry-run``, and its verdicts on hand-made curves."""
+"""scripts/benchmark_methods.py on twenty_questions_strong: end to end on tiny models (one online and one offline
+method, two seeds), its defaults and budgets through ``--dry-run``, and its verdicts on hand-made curves. The
+headroom tasks' table, stopping rule and pages: tests/integration/test_benchmark_tasks.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import statistics
 from importlib import metadata
 from pathlib import Path
 
+import benchmark_report as pages
 import pytest
 
 from tests.conftest import SCRIPTS_DIR, TINY_RUN_OVERRIDES, load_script
@@ -40,6 +42,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     out, docs = tmp_path / "bench", tmp_path / "docs" / "benchmark"
     # Pretraining keys go to the reference (archer_20q_base), whose `pretrain` every online run then shares.
     argv = [
+        "twenty_questions_strong",
         "--methods=archer_20q_base,offline_bc_20q",
         "--seeds=2",
         "--trajectories=8",
@@ -119,6 +122,9 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     assert "- Online budget: 8 environment games per run, greedy evaluation every 4 games." in table
     start = float(rows[0]["start_return"])
     assert f"greedy return {start:.2f} ± 0.00 (iteration 0 of the online runs)" in table
+    # The best figure: the optimal questioner over the 4 evaluation words with the tiny runs' 4-turn limit.
+    assert "- Best: " in table and "the optimal questioner" in table and "- Half the gap: " in table
+    assert "CPU-hours (the runs' process times and building the start policy" in table
     assert (
         "as in `experiments/archer_20q_base` | 8 env games |" in table
         and "as in `offline_bc_20q` | 24 dataset games, 4 steps |" in table
@@ -175,15 +181,15 @@ def test_ordering_verdict_uses_two_standard_errors_of_the_difference() -> None:
     # A = [1, 2, 3], B = [-1, 0, 1]: difference of means 2; sample std 1 each, so SE = sqrt(1/3 + 1/3) = 0.816,
     # 2 SE = 1.63 < 2: holds. Against C = [0, 1, 2]: difference 1 < 1.63: not resolved. Reversed: -2 < -1.63.
     results = {"a": runs("a", [1, 2, 3]), "b": runs("b", [-1, 0, 1]), "c": runs("c", [0, 1, 2])}
-    assert bench.ordering_verdict(results, "a", "b").endswith("(2 standard errors: 1.63, 3 and 3 seeds): holds")
-    assert bench.ordering_verdict(results, "a", "c").endswith("not resolved within the spread")
-    assert bench.ordering_verdict(results, "b", "a").endswith("reversed")
-    assert bench.ordering_verdict(results, "a", "missing").endswith("no finished runs of both")
+    assert pages.ordering_verdict(results, "a", "b").endswith("(2 standard errors: 1.63, 3 and 3 seeds): holds")
+    assert pages.ordering_verdict(results, "a", "c").endswith("not resolved within the spread")
+    assert pages.ordering_verdict(results, "b", "a").endswith("reversed")
+    assert pages.ordering_verdict(results, "a", "missing").endswith("no finished runs of both")
 
 
 def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = load_script("benchmark_methods.py")
-    args = bench.parse_args([])
+    args = bench.parse_args(["twenty_questions_strong"])
     assert args.methods == [
         "archer_20q_base",
         "online_filteredbc_20q",
@@ -196,12 +202,12 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
         "offline_bc_20q",
         "iql_reinforce_20q",
     ]
-    assert (args.seeds, args.trajectories, args.eval_every, args.ppo_budget_factor) == ([0, 1, 2], 1280, 160, 10)
+    assert (args.seeds, args.trajectories, args.eval_every, args.on_policy_factor) == ([0, 1, 2], 1280, 160, 10)
     assert (args.offline_steps, args.offline_eval_every) == (3000, 500)
-    assert args.docs == SCRIPTS_DIR.parent / "docs" / "benchmark"
-    assert args.out == Path("outputs/benchmark_methods").resolve()
+    assert args.docs == SCRIPTS_DIR.parent / "docs" / "benchmark" / "twenty_questions_strong"
+    assert args.out == Path("outputs/benchmark/twenty_questions_strong").resolve()
 
-    assert bench.main(["--dry-run", f"--out={tmp_path}"]) == 0
+    assert bench.main(["twenty_questions_strong", "--dry-run", f"--out={tmp_path}"]) == 0
     commands = [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
     schedule: dict[str, set[tuple[str, str]]] = {}
     for command in commands:
@@ -231,6 +237,7 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
 def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_evaluations(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
     base = [
+        "twenty_questions_strong",
         "--methods=archer_20q_base,ppo_20q",
         "--seeds=1",
         f"--out={tmp_path}",
@@ -238,7 +245,7 @@ def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_eva
         "--override=archer_20q_base:algorithm.warmup_iters=1",  # below its 2 iterations, as the config checks
         "--override=ppo_20q:algorithm.rollout.episodes_per_iter=4",
     ]
-    specs = bench.plan(bench.parse_args([*base, "--trajectories=12", "--eval-every=6", "--ppo-budget-factor=3"]))
+    specs = bench.plan(bench.parse_args([*base, "--trajectories=12", "--eval-every=6", "--on-policy-factor=3"])).specs
     archer, ppo = specs
     assert (archer.budget, archer.eval_every) == (12, 6)
     assert archer.overrides[-2:] == ["algorithm.num_iterations=2", "eval.every_iters=1"]
@@ -248,59 +255,59 @@ def test_ppo_gets_the_budget_factor_and_a_whole_number_of_iterations_between_eva
     assert ppo.config.algorithm.num_iterations == 9 and ppo.config.algorithm.rollout.episodes_per_iter == 4
 
     with pytest.raises(
-        SystemExit, match="ppo_20q: --ppo-budget-factor x --trajectories=54 must be a positive multiple of 4"
+        SystemExit, match="ppo_20q: --on-policy-factor x --trajectories=54 must be a positive multiple of 4"
     ):
-        bench.plan(bench.parse_args([*base, "--trajectories=18", "--eval-every=6", "--ppo-budget-factor=3"]))
+        bench.plan(bench.parse_args([*base, "--trajectories=18", "--eval-every=6", "--on-policy-factor=3"]))
 
 
 def test_games_to_reach_and_value_at_on_hand_made_curves() -> None:
-    bench = load_script("benchmark_methods.py")
     curve = [(0, -11.0), (160, -9.5), (320, -8.0), (480, -8.5), (640, -7.5)]
-    assert bench.games_to_reach(curve, -8.0) == 320  # reached exactly at an evaluation
-    assert bench.games_to_reach(curve, -7.9) == 640  # the first point at or above, not the last
-    assert bench.games_to_reach(curve, -11.0) == 0  # the start already there
-    assert bench.games_to_reach(curve, -7.0) is None  # never reached
-    assert bench.games_to_reach([], -7.0) is None
+    assert pages.games_to_reach(curve, -8.0) == 320  # reached exactly at an evaluation
+    assert pages.games_to_reach(curve, -7.9) == 640  # the first point at or above, not the last
+    assert pages.games_to_reach(curve, -11.0) == 0  # the start already there
+    assert pages.games_to_reach(curve, -7.0) is None  # never reached
+    assert pages.games_to_reach([], -7.0) is None
 
     points = [{"x": x, "return": r} for x, r in curve]
-    assert bench.value_at(points, 320)["return"] == -8.0
-    assert bench.value_at(points, 400)["x"] == 320  # the last evaluation at or before
-    assert bench.value_at(points, 800) is None  # the run has not got that far
+    assert pages.value_at(points, 320)["return"] == -8.0
+    assert pages.value_at(points, 400)["x"] == 320  # the last evaluation at or before
+    assert pages.value_at(points, 800) is None  # the run has not got that far
 
 
 def test_collapse_verdict_on_hand_made_finals() -> None:
-    bench = load_script("benchmark_methods.py")
     # IQL + REINFORCE [-19.5, -19.8, -20.0]: mean -19.77, std 0.252; BC [-15, -16, -14]: mean -15, std 1.
     # 2 SE = 2 sqrt(0.0633 / 3 + 1 / 3) = 1.19 < 4.77: below BC; 0.23 above the -20 floor.
-    verdict = bench.collapse_verdict([-19.5, -19.8, -20.0], [-15.0, -16.0, -14.0], -20.0)
+    verdict = pages.collapse_verdict([-19.5, -19.8, -20.0], [-15.0, -16.0, -14.0], -20.0)
     assert verdict == (
         "iql_reinforce_20q collapses (paper: to -20): final return -19.77 ± 0.25 against offline_bc_20q's "
         "-15.00 ± 1.00; below offline_bc_20q by +4.77 (2 standard errors: 1.19, 3 and 3 seeds): holds; its mean "
         "is 0.23 above the -20 floor"
     )
-    level = bench.collapse_verdict([-15.0, -17.0, -13.0], [-15.0, -16.0, -14.0], -20.0)
+    level = pages.collapse_verdict([-15.0, -17.0, -13.0], [-15.0, -16.0, -14.0], -20.0)
     assert "below offline_bc_20q by +0.00" in level and level.endswith(
         "not resolved within the spread; its mean is 5.00 above the -20 floor"
     )
-    assert "reversed" in bench.collapse_verdict([-10.0, -11.0, -9.0], [-15.0, -16.0, -14.0], -20.0)
-    assert bench.collapse_verdict([], [-15.0], -20.0).endswith("no finished runs of both it and offline_bc_20q")
+    assert "reversed" in pages.collapse_verdict([-10.0, -11.0, -9.0], [-15.0, -16.0, -14.0], -20.0)
+    assert pages.collapse_verdict([], [-15.0], -20.0).endswith("no finished runs of both it and offline_bc_20q")
 
 
 def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
     args = bench.parse_args(
         [
+            "twenty_questions_strong",
             "--methods=archer_20q_base,ppo_20q",
             "--seeds=2",
             "--trajectories=64",
             "--eval-every=32",
-            "--ppo-budget-factor=3",
+            "--on-policy-factor=3",
             "--override=archer_20q_base:algorithm.warmup_iters=1",
             f"--out={tmp_path / 'out'}",
             f"--docs={tmp_path / 'docs'}",
         ]
     )
-    specs = bench.plan(args)
+    plan = bench.plan(args)
+    specs = plan.specs
     assert [(s.method, s.budget, s.eval_every) for s in specs] == [
         ("archer_20q_base", 64, 32),
         ("archer_20q_base", 64, 32),
@@ -316,7 +323,10 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
     archer = [result(specs[0], [-11.0, -10.0, -8.5]), result(specs[1], [-11.0, -9.0, -7.5])]
     ppo_runs = [[-11.0, -11.0, -10.5, -9.0, -8.0, -8.5, -9.0], [-11.0, -10.5, -10.5, -8.0, -8.0, -8.5, -8.0]]
     ppo = [result(spec, returns) for spec, returns in zip(specs[2:], ppo_runs, strict=True)]
-    table = bench.markdown([*archer, *ppo], args, {})
+    # A best of -5.0 puts half the gap from the start's -11.0 at -8.0: ArCHer's seed mean reaches it at 64 games,
+    # PPO's at 128 (2.0x).
+    figures = pages.Figures(best=-5.0, solver="the optimal questioner", start=-11.0)
+    table = pages.markdown([*archer, *ppo], args, {}, plan, figures)
     assert (
         "- Online budget: 64 environment games per run, greedy evaluation every 32 games; `ppo_20q` 192 games" in table
     )
@@ -330,12 +340,15 @@ def test_report_reads_ppo_against_archer_from_hand_made_curves(tmp_path: Path) -
         "needs to reach archer_20q_base's final return (-8.00, seed mean): 128 games (2.0x archer_20q_base's 64)"
         in table
     )
-    assert "`ppo_20q`: 3 x 64 = 192 games (`--ppo-budget-factor`), 32 games per iteration" in table
+    assert "`ppo_20q`: 3 x 64 = 192 games (`--on-policy-factor`), 32 games per iteration" in table
+    assert "| 64 | 1.0x |" in table and "| 128 | 2.0x |" in table
 
     # One PPO seed short of ArCHer's return: the seed mean never reaches it.
     ppo[1].curve = [dict(p, **{"return": min(p["return"], -9.0)}) for p in ppo[1].curve]
-    assert "not reached within 192 games (3x archer_20q_base's 64)" in bench.markdown([*archer, *ppo], args, {})
-    bench.plot([*archer, *ppo], args, tmp_path / "curves.png")
+    again = pages.markdown([*archer, *ppo], args, {}, plan, figures)
+    assert "not reached within 192 games (3x archer_20q_base's 64)" in again
+    assert "| not reached within 192 games | > 3.0x |" in again  # a lower bound: 192 games over ArCHer's 64
+    pages.plot([*archer, *ppo], args, tmp_path / "curves.png", plan.task, figures)
     assert (tmp_path / "curves.png").stat().st_size > 0
 
 
@@ -343,15 +356,24 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     bench = load_script("benchmark_methods.py")
 
     def specs(*extra: str):
-        argv = ["--methods=archer_20q_base", "--seeds=2", f"--out={tmp_path / 'out'}", f"--docs={tmp_path / 'docs'}"]
-        return bench.plan(bench.parse_args([*argv, *extra]))
+        argv = [
+            "twenty_questions_strong",
+            "--methods=archer_20q_base",
+            "--seeds=2",
+            f"--out={tmp_path / 'out'}",
+            f"--docs={tmp_path / 'docs'}",
+        ]
+        return bench.plan(bench.parse_args([*argv, *extra])).specs
 
     plain = specs()
     curve = [
         {"iteration": 0, "x": 0.0, "return": -5.0, "success": 1.0},
+        {"iteration": 20, "x": 640.0, "return": -4.5, "success": 1.0},
         {"iteration": 40, "x": 1280.0, "return": -4.0, "success": 1.0},
     ]
-    finished = bench.RunResult(plain[0], curve=curve, finished=True, cpu_s=12.5, commit="abc")
+    finished = bench.RunResult(
+        plain[0], curve=curve, finished=True, cpu_s=12.5, commit="abc", final_rollout_return=-4.2
+    )
     unfinished = bench.RunResult(plain[1], curve=curve[:1], finished=False)
     path = tmp_path / "docs" / "archive.json"
     bench.update_archive(path, [], [finished, unfinished], tmp_path / "out")
@@ -367,6 +389,17 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     edited = [dict(archive[0], config_fingerprint="0" * 16)]
     assert bench.from_archive(plain[0], edited) is None
 
+    # The run's length is not part of what it is: the 1,280-game run serves a 640-game one (its first 20 iterations;
+    # the last iteration's sampled return is the longer run's, so it is left out), never a 2,560-game one.
+    half = specs("--trajectories=640")[0]
+    shorter = bench.from_archive(half, archive)
+    assert shorter is not None and shorter.final["return"] == -4.5 and shorter.final["x"] == 640.0
+    assert shorter.final_rollout_return is None and served.final_rollout_return == -4.2
+    assert bench.from_archive(specs("--trajectories=2560")[0], archive) is None
+    # Nor does a shorter run replace a longer one in the archive.
+    bench.update_archive(path, archive, [bench.RunResult(half, curve=curve[:2], finished=True)], tmp_path / "out")
+    assert [r["curve"][-1]["iteration"] for r in bench.load_archive(path)] == [40]
+
     # A run finished in its folder replaces nothing else: the archived seed 0 stays beside the new one.
     other = bench.RunResult(changed[1], curve=curve, finished=True)
     bench.update_archive(path, archive, [other], tmp_path / "out")
@@ -380,13 +413,15 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
 def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
     argv = [
+        "twenty_questions_strong",
         "--methods=archer_20q_base,chai_20q",
         "--seeds=2",
         f"--out={tmp_path / 'out'}",
         f"--docs={tmp_path / 'docs'}",
     ]
     args = bench.parse_args(argv)
-    specs = bench.plan(args)
+    plan = bench.plan(args)
+    specs = plan.specs
     curve = [
         {"iteration": 0, "x": 0.0, "return": -3.3, "success": 1.0},
         {"iteration": 40, "x": 1280.0, "return": -3.3, "success": 1.0},
@@ -398,7 +433,7 @@ def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) ->
         bench.RunResult(spec, curve=curve, finished=True, final_rollout_return=value)
         for spec, value in zip(specs, sampled, strict=True)
     ]
-    table = bench.markdown(results, args, {})
+    table = pages.markdown(results, args, {}, plan, pages.Figures(best=-2.8, solver="optimal", start=-3.3))
     # Greedy: CHAI's frozen policy, ArCHer's start here.
     assert "- archer_20q_base > chai_20q: difference +0.00" in table
     assert (
@@ -409,30 +444,36 @@ def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) ->
 
 def test_filtered_bc_is_named_with_its_own_filter_fraction(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
-    argv = ["--methods=online_filteredbc_20q,offline_filteredbc_20q", "--seeds=1", f"--out={tmp_path}"]
-    shipped = [bench.describe(spec) for spec in bench.plan(bench.parse_args(argv))]
+    argv = [
+        "twenty_questions_strong",
+        "--methods=online_filteredbc_20q,offline_filteredbc_20q",
+        "--seeds=1",
+        f"--out={tmp_path}",
+    ]
+    shipped = [pages.describe(spec) for spec in bench.plan(bench.parse_args(argv)).specs]
     assert shipped == [
         "online filtered BC (clones the top 10% of recent games), as in `online_filteredbc_20q`",
         "offline filtered BC (clones the top 10% of the dataset), as in `offline_filteredbc_20q`",
     ]
-    tuned = bench.plan(bench.parse_args([*argv, "--override=offline_filteredbc_20q:algorithm.filter_fraction=0.5"]))
+    tuned = bench.plan(
+        bench.parse_args([*argv, "--override=offline_filteredbc_20q:algorithm.filter_fraction=0.5"])
+    ).specs
     assert (
-        bench.describe(tuned[1])
+        pages.describe(tuned[1])
         == "offline filtered BC (clones the top 50% of the dataset), as in `offline_filteredbc_20q`"
     )
 
 
 def test_command_text_says_where_the_benchmark_was_run(tmp_path: Path) -> None:
-    bench = load_script("benchmark_methods.py")
     argv = ["--methods", "ppo_20q", "--jobs", "2"]
-    here = bench.command_text(argv, str(bench.SCRIPTS))
+    here = pages.command_text(argv, str(pages.SCRIPTS))
     assert here == "cd scripts && python benchmark_methods.py --methods ppo_20q --jobs 2"
     other = tmp_path / "checkout" / "scripts"  # another checkout's scripts folder runs its own copy
     other.mkdir(parents=True)
     (other / "benchmark_methods.py").write_text("")
-    assert bench.command_text(argv, str(other)) == f"{here} (in another checkout)"
-    elsewhere = bench.command_text(argv, str(tmp_path))  # this checkout's script, run from another folder
+    assert pages.command_text(argv, str(other)) == f"{here} (in another checkout)"
+    elsewhere = pages.command_text(argv, str(tmp_path))  # this checkout's script, run from another folder
     assert elsewhere == f"python scripts/benchmark_methods.py --methods ppo_20q --jobs 2 (run from <{tmp_path.name}>)"
     # Folders outside the repository are placeholders named after the folder; inside it, relative paths.
-    outside = bench.command_text(["--out", str(tmp_path / "runs"), f"--docs={bench.SCRIPTS.parent / 'docs'}"], None)
+    outside = pages.command_text(["--out", str(tmp_path / "runs"), f"--docs={pages.SCRIPTS.parent / 'docs'}"], None)
     assert outside == "cd scripts && python benchmark_methods.py --out '<runs>' --docs=docs"
