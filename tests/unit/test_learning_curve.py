@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from archer.cli import hydra_names
-from archer.config import LoggingConfig
+from archer.config import ConfigError, LoggingConfig
 from archer.tracking import CURVE_FILE, Tracker, draw_learning_curve, read_metrics
 from archer.trainer import run_title
 from tests.conftest import compose_run
@@ -104,3 +104,8 @@ def test_the_title_names_the_config_the_algorithm_the_env_option_and_the_seed() 
     # The names the command line's run gets from Hydra (compose_run sets Hydra's config as @hydra.main does).
     assert hydra_names() == ("archer_20q", "twenty_questions_subset")
     assert run_title(cfg, *hydra_names()) == "archer_20q: archer on twenty_questions_subset (seed 3)"
+
+
+def test_an_unknown_curve_metric_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match="logging.curve_metric: got 'wins'; choose one of return, success_rate"):
+        compose_run("bc_20q", ["logging.curve_metric=wins"])
