@@ -548,8 +548,7 @@ class Trainer:
     def _fit(self) -> dict[str, float]:
         cfg = self.cfg
         last: dict[str, float] = {}
-        evaluates = cfg.eval.every_iters > 0
-        if self.start_iteration == 0 and evaluates:
+        if self.start_iteration == 0 and cfg.eval.every_iters > 0:
             # The start's evaluation and the best achievable figures on the same games, in the first record: the
             # learning curve draws both as lines, and summaries read them there. A resumed run keeps that record.
             record = best_metrics(cfg.env, self.eval_games.greedy) if self.placement.is_main_process else {}
