@@ -129,7 +129,7 @@ def main(
         check_free(folder, "run folder", RUN_FOLDER_BUSY)
     from archer.evaluation import evaluate_saved_policy
     from archer.preflight import preflight
-    from archer.trainer import claim_run_folder, train
+    from archer.trainer import claim_run_folder, run_title, train
 
     preflight(run_cfg, folder)
     claim_run_folder(run_cfg, folder, record=lock_record)
@@ -137,7 +137,16 @@ def main(
     log.info("run folder: %s", folder.resolve())
     if run_cfg.mode == "evaluate":
         return evaluate_saved_policy(run_cfg, folder)
-    return train(run_cfg, folder)
+    return train(run_cfg, folder, title=run_title(run_cfg, *hydra_names()))
+
+
+def hydra_names() -> tuple[str | None, str | None]:
+    """The top-level config's name and the chosen ``env`` option, as Hydra composed this run; (None, None) outside
+    Hydra."""
+    if not HydraConfig.initialized():
+        return None, None
+    hydra_cfg = HydraConfig.get()
+    return hydra_cfg.job.get("config_name"), hydra_cfg.runtime.choices.get("env")
 
 
 def describe_error(error: ArcherError) -> str:

@@ -22,14 +22,15 @@ import transformers
 from torch import nn
 
 from archer.checkpointing import rng_state, set_rng_state
-from archer.config import EvalConfig, RunConfig
+from archer.config import EnvConfig, EvalConfig, RunConfig
 from archer.data.rollout import ActFn, BatchActor, collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import Placement
 from archer.envs.base import BatchedTextEnv
-from archer.envs.registry import make_env, make_oracle
+from archer.envs.registry import GAMES, make_env, make_oracle
 from archer.models.loading import load_policy_model
 from archer.models.policy import LanguagePolicy
+from archer.tracking import BEST_RETURN_KEY, BEST_SUCCESS_KEY
 from archer.utils import atomic_write_json, process_seed, resolve_cache_dir, seed_everything
 
 log = logging.getLogger(__name__)
@@ -241,6 +242,29 @@ def evaluate(
         evaluation.sampled = play_seeded(env, sampled_act, games.sampled, games.seed, placement, model, progress)
         evaluation.seconds["sampled_eval"] = time.perf_counter() - start
     return evaluation
+
+
+def best_metrics(cfg: EnvConfig, game_ids: Sequence[int]) -> dict[str, float]:
+    """The best achievable mean return and success rate on ``game_ids`` (``GameSpec.best``: an optimal policy or an
+    exact solver), as ``eval/best_return_mean`` and ``eval/best_success_rate``; empty for a game without them, or a
+    setting its solver does not cover (the full Twenty Questions word list), with a log line saying why."""
+    spec = GAMES.get(cfg.name)
+    if spec is None or spec.best is None:
+        log.info("no best figure for %s: the project has no exact solver of it", cfg.name)
+        return {}
+    try:
+        best = spec.best(cfg, game_ids)
+    except ValueError as error:  # GameSpec.best's refusal of a setting it cannot solve exactly
+        log.info("no best figure for %s: %s", cfg.name, error)
+        return {}
+    log.info(
+        "best achievable on the %d evaluation games, by %s: return %.4g, success rate %.4g",
+        len(game_ids),
+        best.solver,
+        best.return_mean,
+        best.success_rate,
+    )
+    return {BEST_RETURN_KEY: best.return_mean, BEST_SUCCESS_KEY: best.success_rate}
 
 
 def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:

@@ -1,4 +1,5 @@
-"""Metric sinks: a JSONL file in the run folder, optionally Weights & Biases, and a learning-curve plot.
+"""Metric sinks: a JSONL file in the run folder, optionally Weights & Biases, and a learning-curve plot (titled with
+the run's name, with the start and the best achievable figure as lines).
 
 Only the main process writes; on other processes every method is a no-op, so the training loop has no logging
 conditionals.
@@ -11,11 +12,14 @@ import logging
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archer.config import LoggingConfig
 from archer.errors import ArcherError, MissingExtraError
 from archer.utils import atomic_write_text, writing
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +103,13 @@ class Tracker:
         kept = [text for _, text, record in lines if _keep(text, record, iteration)]
         atomic_write_text(self.metrics_path, "".join(text + "\n" for text in kept))
 
-    def plot(self, x_key: str = "iteration", y_keys: tuple[str, ...] = ("eval/return_mean",)) -> Path | None:
-        """Redraw ``learning_curve.png`` from the metrics file."""
+    def plot(
+        self, x_key: str = "iteration", y_keys: tuple[str, ...] = ("eval/return_mean",), title: str | None = None
+    ) -> Path | None:
+        """Redraw ``learning_curve.png`` from the metrics file (``draw_learning_curve``)."""
         if not self.enabled or not self.metrics_path.exists():
             return None
-        return plot_learning_curve(self.metrics_path, self.run_dir / CURVE_FILE, x_key, y_keys)
+        return plot_learning_curve(self.metrics_path, self.run_dir / CURVE_FILE, x_key, y_keys, title)
 
     def finish(self) -> None:
         if self._wandb is not None:
@@ -161,29 +167,40 @@ def _record(text: str) -> dict[str, Any] | None:
     return value if is_record else None
 
 
-def plot_learning_curve(metrics_path: Path, png_path: Path, x_key: str, y_keys: tuple[str, ...]) -> Path | None:
-    """Plot each of ``y_keys`` against ``x_key`` from a metrics file into ``png_path`` (written atomically)."""
-    import matplotlib
+# The metrics a learning curve can show: (play, quantity, the key of the number of games each value averages).
+CURVE_METRICS = {
+    "eval/return_mean": ("greedy", "return", "eval/episodes"),
+    "eval/sampled_return_mean": ("sampled", "return", "eval/sampled_episodes"),
+    "eval/success_rate": ("greedy", "success rate", "eval/episodes"),
+    "eval/sampled_success_rate": ("sampled", "success rate", "eval/sampled_episodes"),
+}
+STATISTICS = {"return": "mean", "success rate": "share won"}
+X_NAMES = {"iteration": "iterations", "env/trajectories": "games played"}
+# The best achievable figures on a run's evaluation games, logged once, in its iteration-0 record.
+BEST_RETURN_KEY = "eval/best_return_mean"
+BEST_SUCCESS_KEY = "eval/best_success_rate"
 
-    matplotlib.use("Agg")
+
+def best_key(key: str) -> str | None:
+    """The record key of the best achievable figure the metric ``key`` is measured against: the best return for a
+    return, the best success rate for a success rate, None for any other metric."""
+    if key.endswith("return_mean"):
+        return BEST_RETURN_KEY
+    if key.endswith("success_rate"):
+        return BEST_SUCCESS_KEY
+    return None
+
+
+def plot_learning_curve(
+    metrics_path: Path, png_path: Path, x_key: str, y_keys: tuple[str, ...], title: str | None = None
+) -> Path | None:
+    """Draw the learning curve of a metrics file (``draw_learning_curve``) into ``png_path``, written atomically;
+    None, and no file, when no record has a value of ``y_keys``."""
+    fig = draw_learning_curve(read_metrics(metrics_path), x_key, y_keys, title)
+    if fig is None:
+        return None
     import matplotlib.pyplot as plt
 
-    records = read_metrics(metrics_path)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    plotted = False
-    for key in y_keys:
-        points = [(r[x_key], r[key]) for r in records if r.get(key) is not None and r.get(x_key) is not None]
-        if points:
-            xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", label=key)
-            plotted = True
-    if not plotted:
-        plt.close(fig)
-        return None
-    ax.set_xlabel(x_key)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
     tmp = png_path.with_name(f".{png_path.stem}.tmp.png")
     try:
         with writing(png_path):
@@ -192,3 +209,89 @@ def plot_learning_curve(metrics_path: Path, png_path: Path, x_key: str, y_keys: 
     finally:
         plt.close(fig)
     return png_path
+
+
+def draw_learning_curve(
+    records: list[dict[str, Any]], x_key: str, y_keys: tuple[str, ...], title: str | None = None
+) -> Figure | None:
+    """The learning-curve figure of a run's metric records; None when no record has a value of ``y_keys``.
+
+    Each of ``y_keys`` is drawn against ``x_key`` (against ``iteration`` when no record that has a ``y_keys`` value
+    has ``x_key``). The first key's iteration-0 value is drawn as a dashed line labelled ``start``, and the best
+    achievable figure (``best_key``; logged in the iteration-0 record) as a solid line labelled ``best``; either is
+    left out when the records lack it. The y label names the metric and how many evaluation games each point
+    averages (``eval/episodes``).
+
+    Args:
+        records: the metric records, in order (``read_metrics``).
+        x_key: the x axis: ``env/trajectories`` (games played) or ``iteration``.
+        y_keys: the metrics drawn; the start and the best are those of the first.
+        title: the figure's title (the run's name); None draws none.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    curves = {key: [r for r in records if r.get(key) is not None] for key in y_keys}
+    curves = {key: rows for key, rows in curves.items() if rows}
+    if not curves:
+        return None
+    if not any(r.get(x_key) is not None for rows in curves.values() for r in rows):
+        x_key = "iteration"
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for key, rows in curves.items():
+        points = [(r[x_key], r[key]) for r in rows if r.get(x_key) is not None]
+        if not points:
+            continue
+        xs, ys = zip(*points, strict=True)
+        ax.plot(xs, ys, marker="o", markersize=4, label=_legend_label(key, rows))
+    first = y_keys[0]
+    start = next((r[first] for r in curves.get(first, []) if r["iteration"] == 0), None)
+    if start is not None:
+        ax.axhline(start, color="grey", linestyle="--", linewidth=1.2, label=f"start {start:.2f}")
+    best_name = best_key(first)
+    best = next((r[best_name] for r in records if best_name is not None and r.get(best_name) is not None), None)
+    if best is not None:
+        ax.axhline(best, color="tab:green", linewidth=1.2, label=f"best {best:.2f}")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # games and iterations are counts
+    ax.set_xlabel(X_NAMES.get(x_key, x_key))
+    ax.set_ylabel(_y_label(curves))
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _games(key: str, rows: list[dict[str, Any]]) -> int | None:
+    """How many games each value of ``key`` averages (its last record's), when the records say."""
+    count = rows[-1].get(CURVE_METRICS[key][2]) if key in CURVE_METRICS else None
+    return int(count) if count else None
+
+
+def _legend_label(key: str, rows: list[dict[str, Any]]) -> str:
+    if key not in CURVE_METRICS:
+        return key
+    games = _games(key, rows)
+    return f"{CURVE_METRICS[key][0]} play" + (f" ({games} games)" if games else "")
+
+
+def _y_label(curves: dict[str, list[dict[str, Any]]]) -> str:
+    """The metric in words, e.g. "greedy return (mean over 10 evaluation games)"; "return (mean over the evaluation
+    games)" when greedy and sampled play are both drawn (the legend tells them apart)."""
+    if not all(key in CURVE_METRICS for key in curves):
+        return ", ".join(curves)
+    quantities = {CURVE_METRICS[key][1] for key in curves}
+    if len(quantities) > 1:
+        return " and ".join(sorted(quantities))
+    quantity = quantities.pop()
+    statistic = STATISTICS[quantity]
+    if len(curves) > 1:
+        return f"{quantity} ({statistic} over the evaluation games)"
+    ((key, rows),) = curves.items()
+    games = _games(key, rows)
+    over = f"{games} evaluation games" if games else "the evaluation games"
+    return f"{CURVE_METRICS[key][0]} {quantity} ({statistic} over {over})"

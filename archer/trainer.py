@@ -8,12 +8,16 @@ Setup (``build_trainer``, then ``Trainer.__init__``):
 3. data: the offline dataset, or an empty replay buffer that rollouts fill;
 4. records: the tracker; then resume from the run's checkpoint, or start fresh (optionally from ``init_from``).
 
+A fresh run first records iteration 0: the starting policy's evaluation (``eval.before_training``) and the best
+achievable figures on the evaluation games (``archer.evaluation.best_metrics``), the start and best lines of
+``learning_curve.png``.
+
 One iteration (``Trainer.fit``), in order:
 1. collect: online algorithms play ``rollout.episodes_per_iter`` games and store them in the replay buffer;
 2. update: the algorithm's gradient steps on the buffer (for offline algorithms, the buffer is the dataset);
 3. evaluate: every ``eval.every_iters`` iterations, greedy play on the fixed evaluation games (and, with
    ``eval.sampled_episodes``, sampled play on a fixed list of games, outside training's random streams);
-4. report: one log line and one ``metrics.jsonl`` record;
+4. report: one log line, one ``metrics.jsonl`` record, and ``learning_curve.png`` redrawn;
 5. checkpoint: every ``save_every_iters`` iterations, an atomic checkpoint and the algorithm's exports (the policy,
    and a critic's encoder) as HF folders.
 
@@ -60,7 +64,7 @@ from archer.data.trajectory import Trajectory
 from archer.distributed import Placement, make_accelerator
 from archer.envs.registry import make_env, make_oracle
 from archer.errors import RunInterrupted
-from archer.evaluation import EvalGames, EvalResult, evaluate, format_metrics, play, play_seeded
+from archer.evaluation import EvalGames, EvalResult, best_metrics, evaluate, format_metrics, play, play_seeded
 from archer.locking import RUN_FOLDER_BUSY, FolderBusyError
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, save_policy
@@ -91,19 +95,24 @@ PREVIOUS_PREFIX = "previous-"
 # be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
 # sampled evaluation games never touch training's state, so they can be switched on for the rest of a run; the
 # speed-only settings, ``SPEED_ONLY_KEYS``).
+# The metrics ``learning_curve.png`` draws for each ``logging.curve_metric``: greedy play's, then sampled play's.
+CURVE_KEYS = {
+    "return": ("eval/return_mean", "eval/sampled_return_mean"),
+    "success_rate": ("eval/success_rate", "eval/sampled_success_rate"),
+}
 RESUMABLE_KEYS = (
     "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
     "eval.sampled_episodes", *SPEED_ONLY_KEYS,
 )  # fmt: skip
 
 
-def train(cfg: RunConfig, run_dir: Path | None = None) -> dict[str, float]:
+def train(cfg: RunConfig, run_dir: Path | None = None, title: str | None = None) -> dict[str, float]:
     """Build the run's trainer (``build_trainer``: pretraining first, when configured) and run it; returns the last
     iteration's metrics.
 
     Under several processes the process group is shut down at the end (without it, runs can abort at exit).
     """
-    trainer = build_trainer(cfg, run_dir)
+    trainer = build_trainer(cfg, run_dir, title)
     metrics = trainer.fit()
     trainer.accelerator.end_training()
     if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -111,15 +120,29 @@ def train(cfg: RunConfig, run_dir: Path | None = None) -> dict[str, float]:
     return metrics
 
 
-def build_trainer(cfg: RunConfig, run_dir: Path | None = None) -> Trainer:
+def build_trainer(cfg: RunConfig, run_dir: Path | None = None, title: str | None = None) -> Trainer:
     """Step 0, pretraining: with ``cfg.pretrain``, build (once; cached) the starting policy by behaviour cloning;
-    then the ``Trainer`` of ``cfg``, starting from that policy."""
+    then the ``Trainer`` of ``cfg``, starting from that policy (``title``: its learning curve's, see ``Trainer``)."""
     # Refuse a run without a folder, or whose folder another process owns, before any pretraining.
     placement = claim_run_folder(cfg, run_dir)
     starting_policy = None
     if cfg.pretrain is not None:
         starting_policy = pretrained_policy(cfg, placement, lambda bc_cfg, folder: Trainer(bc_cfg, folder).fit())
-    return Trainer(cfg, run_dir, starting_policy=starting_policy)
+    return Trainer(cfg, run_dir, starting_policy=starting_policy, title=title)
+
+
+def run_title(cfg: RunConfig, config_name: str | None = None, env_option: str | None = None) -> str:
+    """A run's name, the title of its learning curve: ``archer_20q: archer on twenty_questions_subset (seed 0)``, or
+    without the names Hydra knows (a run built in code) ``archer on twenty_questions (seed 0)``.
+
+    Args:
+        cfg: the run config.
+        config_name: the top-level config the run was composed from.
+        env_option: the ``env`` group option it chose, which names the setting (``twenty_questions_subset``) where
+            ``env.name`` names the game.
+    """
+    title = f"{cfg.algorithm.name} on {env_option or cfg.env.name} (seed {cfg.seed})"
+    return f"{config_name}: {title}" if config_name else title
 
 
 def run_folder(cfg: RunConfig, run_dir: Path | None) -> Path:
@@ -168,13 +191,21 @@ class Trainer:
         run_dir: the run folder (defaults to ``cfg.run_dir``).
         starting_policy: the pretrained policy's folder, which replaces ``cfg.model.policy.name_or_path``; required
             when ``cfg.pretrain`` is set (``build_trainer`` makes it).
+        title: the run's name on its learning curve (``run_title``; None: ``run_title(cfg)``).
     """
 
-    def __init__(self, cfg: RunConfig, run_dir: Path | None = None, starting_policy: Path | None = None) -> None:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        run_dir: Path | None = None,
+        starting_policy: Path | None = None,
+        title: str | None = None,
+    ) -> None:
         """Setup steps 1-4 of the module docstring, in one function: their order is also the order in which the
         random streams are seeded and the processes wait for each other, which reads best top to bottom."""
         self.cfg = cfg
         self.run_dir = run_folder(cfg, run_dir)
+        self.title = title if title is not None else run_title(cfg)
         if cfg.pretrain is not None and starting_policy is None:
             raise ValueError(
                 "Trainer: the run has a pretrain section; build it with archer.trainer.build_trainer (or train), "
@@ -442,6 +473,15 @@ class Trainer:
                 )
         self.placement.wait()
 
+    def plot(self) -> None:
+        """Redraw ``learning_curve.png``: greedy (and sampled) play's ``logging.curve_metric`` against games played
+        (iterations for offline algorithms), titled with the run's name, with the start and the best as lines."""
+        self.tracker.plot(
+            x_key="env/trajectories" if self.cfg.algorithm.online else "iteration",
+            y_keys=CURVE_KEYS[self.cfg.logging.curve_metric],
+            title=self.title,
+        )
+
     # ---- the loop ----------------------------------------------------------------------------------------
 
     def collect(self, iteration: int) -> dict[str, float]:
@@ -508,10 +548,16 @@ class Trainer:
     def _fit(self) -> dict[str, float]:
         cfg = self.cfg
         last: dict[str, float] = {}
-        if self.start_iteration == 0 and cfg.eval.every_iters > 0 and cfg.eval.before_training:
-            last = self.evaluation_metrics() | {"env/trajectories": 0.0}
-            self.tracker.log(last, iteration=0)
-            log.info("iteration 0 | %s", format_metrics(last))
+        if self.start_iteration == 0 and cfg.eval.every_iters > 0:
+            # The start's evaluation and the best achievable figures on the same games, in the first record: the
+            # learning curve draws both as lines, and summaries read them there. A resumed run keeps that record.
+            record = best_metrics(cfg.env, self.eval_games.greedy) if self.placement.is_main_process else {}
+            if cfg.eval.before_training:
+                last = record = self.evaluation_metrics() | {"env/trajectories": 0.0} | record
+                log.info("iteration 0 | %s", format_metrics(last))
+            if record:
+                self.tracker.log(record, iteration=0)
+                self.plot()
         for iteration in range(self.start_iteration + 1, cfg.algorithm.num_iterations + 1):
             metrics: dict[str, float] = {}
             # 1. Collect (online algorithms).
@@ -535,10 +581,7 @@ class Trainer:
             #    recorded twice.
             metrics["time/checkpoint_s"] = self._last_save_seconds
             self.tracker.log(metrics, iteration=iteration)
-            self.tracker.plot(
-                x_key="env/trajectories" if self.cfg.algorithm.online else "iteration",
-                y_keys=("eval/return_mean", "eval/sampled_return_mean"),
-            )
+            self.plot()
             log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, format_metrics(metrics))
             # 5. Checkpoint.
             if iteration % cfg.save_every_iters == 0 or is_last:

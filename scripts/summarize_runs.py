@@ -8,9 +8,10 @@ Usage (from ``scripts/``)::
 Each run folder's ``metrics.jsonl`` gives its greedy evaluation returns (``eval/return_mean``) by iteration and
 its training rollouts' mean return. Printed: one row per run (every evaluation, the mean of the last ``--last``
 evaluations, the start), then the mean and sample standard deviation over runs of that last-evaluations mean and,
-with ``--baseline``, its gain over the baseline against twice the standard deviation (issue 14's bar), and whether
-any run ends below its own start. ``--plot`` draws every run's greedy return against environment games played, their
-mean, and the baseline.
+with ``--baseline``, its gain over the baseline against twice the standard deviation (issue 14's bar), whether
+any run ends below its own start, and the best return possible on the evaluation games when the runs logged it
+(``eval/best_return_mean``, the same in every run). ``--plot`` draws every run's greedy return against environment
+games played, their mean, the baseline and the best.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from archer.tracking import read_metrics
+from archer.tracking import BEST_RETURN_KEY, read_metrics
 
 
 def evaluations(run_dir: Path, x_key: str = "iteration") -> list[tuple[int, float]]:
@@ -33,10 +34,25 @@ def evaluations(run_dir: Path, x_key: str = "iteration") -> list[tuple[int, floa
     return [(r.get(x_key, 0), r["eval/return_mean"]) for r in read_metrics(path) if "eval/return_mean" in r]
 
 
+def best_return(run_dirs: Sequence[Path]) -> float | None:
+    """The best return possible on the runs' evaluation games, as their first records hold it (``BEST_RETURN_KEY``);
+    None when a run has none or the runs disagree (different evaluation games)."""
+    bests = set()
+    for run_dir in run_dirs:
+        records = read_metrics(run_dir / "metrics.jsonl")
+        bests.add(next((r[BEST_RETURN_KEY] for r in records if r.get(BEST_RETURN_KEY) is not None), None))
+    return bests.pop() if len(bests) == 1 else None
+
+
 def plot(
-    runs: dict[str, list[tuple[int, float]]], baseline: float | None, out: Path, baseline_name: str = "baseline"
+    runs: dict[str, list[tuple[int, float]]],
+    baseline: float | None,
+    out: Path,
+    baseline_name: str = "baseline",
+    best: float | None = None,
 ) -> None:
-    """Each run's greedy return against games played (thin), their mean (thick) and the baseline (dashed)."""
+    """Each run's greedy return against games played (thin), their mean (thick), the baseline (dashed) and the best
+    return possible (solid)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -53,6 +69,8 @@ def plot(
     axes.plot(common, means, color="black", linewidth=2.2, label=f"mean of {len(runs)}")
     if baseline is not None:
         axes.axhline(baseline, color="grey", linestyle="--", linewidth=1.2, label=f"{baseline_name} {baseline:g}")
+    if best is not None:
+        axes.axhline(best, color="tab:green", linewidth=1.2, label=f"best possible {best:g}")
     axes.set_xlabel("environment games played")
     axes.set_ylabel("greedy evaluation return")
     axes.grid(alpha=0.3)
@@ -94,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     args = parser.parse_args(argv)
     runs = {str(path): evaluations(path) for path in args.runs}
     figures = summarize(runs, args.last, args.baseline)
+    best = best_return(args.runs)
+    if best is not None:
+        figures["best"] = best
     iterations = sorted({i for points in runs.values() for i, _ in points})
     if args.markdown:
         print("| run | " + " | ".join(str(i) for i in iterations) + f" | mean of last {args.last} |")
@@ -114,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
             args.baseline,
             args.plot,
             args.baseline_name,
+            best,
         )
     return figures
 

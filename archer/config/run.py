@@ -77,6 +77,9 @@ class LoggingConfig:
         wandb_entity: W&B entity (team or user); null uses the default.
         wandb_mode: ``online``, ``offline`` or ``disabled``.
         progress_bars: show tqdm progress bars.
+        curve_metric: what ``learning_curve.png`` draws against games played: ``return`` (the mean return) or
+            ``success_rate``, greedy play and, with ``eval.sampled_episodes``, sampled play; its start and best
+            lines are the same metric's.
     """
 
     use_wandb: bool = False
@@ -84,9 +87,11 @@ class LoggingConfig:
     wandb_entity: str | None = None
     wandb_mode: str = "online"
     progress_bars: bool = True
+    curve_metric: str = "return"
 
     def validate(self) -> None:
         check_choice(self.wandb_mode, "logging.wandb_mode", ("online", "offline", "disabled"))
+        check_choice(self.curve_metric, "logging.curve_metric", ("return", "success_rate"))
 
 
 @dataclass

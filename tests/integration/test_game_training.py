@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from archer.envs.registry import GAMES
 from archer.trainer import build_trainer
 from tests.conftest import DETECTIVE, TINY_RUN_OVERRIDES, compose_run
 from tests.integration.test_training import ARCHER_TINY
@@ -60,6 +61,12 @@ def test_archer_two_iterations_train_every_network(name: str, extra: list[str], 
     assert [r["iteration"] for r in records] == [0, 1, 2]
     assert "actor/pg_loss" not in records[1] and "actor/pg_loss" in records[2]  # one warm-up iteration
     assert records[2]["env/trajectories"] == 8 and records[2]["eval/episodes"] == 4
+    # The best achievable success on the evaluation games, in the first record; Detective has no exact solver.
+    solve = GAMES[cfg.env.name].best
+    if solve is None:
+        assert "eval/best_success_rate" not in records[0]
+    else:
+        assert records[0]["eval/best_success_rate"] == solve(cfg.env, trainer.eval_game_ids).success_rate > 0
     # Every stored transition is one step of a game of at most env.max_turns=4 steps.
     assert 8 <= records[2]["buffer/transitions"] <= 8 * 4
     assert list((tmp_path / "cache" / "datasets").glob(f"{cfg.env.name}-*.json"))

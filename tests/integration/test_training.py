@@ -13,6 +13,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from archer.checkpointing import CheckpointError
+from archer.envs.registry import GAMES
 from archer.trainer import build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
@@ -65,6 +66,14 @@ def test_bc_trains_the_policy_and_writes_its_outputs(tmp_path: Path) -> None:
     assert [r["iteration"] for r in records] == [0, 1, 2]
     assert all("eval/return_mean" in r for r in records)
     assert "actor/bc_loss" in records[-1]
+    # The best achievable figures on the run's evaluation games, once, beside the start's evaluation.
+    best = GAMES["twenty_questions"].best(trainer.cfg.env, trainer.eval_game_ids)
+    assert (records[0]["eval/best_return_mean"], records[0]["eval/best_success_rate"]) == (
+        best.return_mean,
+        best.success_rate,
+    )
+    assert not any("eval/best_return_mean" in r for r in records[1:])
+    assert trainer.title == "bc on twenty_questions (seed 0)"
     assert (tmp_path / "run" / "learning_curve.png").stat().st_size > 1000
     # The saved policy is a plain Hugging Face folder: loadable without project code.
     folder = tmp_path / "run" / "policy"

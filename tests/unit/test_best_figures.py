@@ -34,6 +34,9 @@ def test_twenty_questions_subset_best_is_the_optimal_value() -> None:
     assert best.success_rate == 1.0
     with pytest.raises(ValueError, match="exact values need"):
         GAMES["twenty_questions"].best(TwentyQuestionsEnvConfig(words="full"), range(3))
+    t5 = TwentyQuestionsEnvConfig(words="subset10", oracle="t5", oracle_path="oracle.pt")
+    with pytest.raises(ValueError, match="exact values need the knowledge-base oracle"):
+        GAMES["twenty_questions"].best(t5, range(3))
 
 
 def test_frozen_lake_optimal_success_by_hand() -> None:

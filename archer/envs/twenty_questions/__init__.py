@@ -60,12 +60,15 @@ def best(cfg: EnvConfig, game_ids: Sequence[int]) -> BestFigures:
     return under optimal play (``OptimalValues.optimal_return``); only word lists small enough for exact values.
 
     Raises:
-        ValueError: the word list is too long for exact values (the full 157 words).
+        ValueError: the word list is too long for exact values (the full 157 words), or the oracle is not the
+            knowledge base (a learned oracle's answers can differ from the facts the values are computed from).
     """
     from archer.envs.twenty_questions.optimal import OptimalValues
     from archer.envs.twenty_questions.words import word_list
 
     assert isinstance(cfg, TwentyQuestionsEnvConfig)
+    if cfg.oracle != "knowledge_base":
+        raise ValueError(f"exact values need the knowledge-base oracle; env.oracle is {cfg.oracle}")
     values = OptimalValues(word_list(cfg.words), gamma=1.0)
     returns = [values.optimal_return(i, cfg.max_turns) for i in game_ids]
     return BestFigures(
