@@ -33,7 +33,7 @@ import torch
 from archer.data.trajectory import Trajectory
 from archer.models.incremental import common_prefix_length
 from archer.models.kv_cache import cache_argument
-from archer.models.policy import LanguagePolicy
+from archer.models.policy import LanguagePolicy, left_padded_positions
 
 #: The training phases of one ArCHer iteration, in order; evaluation and checkpoint follow when they run.
 PHASES = ("rollout", "advantage_check", "critic_generation", "critic_update", "actor_generation", "actor_update")
@@ -228,10 +228,6 @@ def time_iterations(
 # ---- floors --------------------------------------------------------------------------------------------------------
 
 
-def _positions(mask: torch.Tensor) -> torch.Tensor:
-    return (mask.cumsum(-1) - 1).clamp(min=0)
-
-
 def bare_generate(policy: LanguagePolicy, prompts: list[list[int]], batch_size: int) -> float:
     """Seconds of the model's ``generate`` at ``prompts`` (ids), ``batch_size`` rows per call, sampling."""
     generator = generator_of(policy)
@@ -256,7 +252,7 @@ def bare_generate_from_cache(policy: LanguagePolicy, prefixes: list[list[int]], 
     with torch.no_grad():
         prefix_ids, prefix_mask = policy.left_pad(prefixes)
         cache = DynamicCache()
-        positions = _positions(prefix_mask)
+        positions = left_padded_positions(prefix_mask)
         generator(
             input_ids=prefix_ids,
             attention_mask=prefix_mask,
@@ -329,7 +325,7 @@ def policy_update_floor(
         input_ids, mask = policy.left_pad(rows)
 
         def step(input_ids: torch.Tensor = input_ids, mask: torch.Tensor = mask) -> None:
-            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=_positions(mask)).logits
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=left_padded_positions(mask)).logits
             logprobs = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, input_ids[:, 1:, None])
             (logprobs.squeeze(-1) * mask[:, 1:]).sum().backward()
 
