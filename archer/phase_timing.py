@@ -134,6 +134,43 @@ class IterationTimes:
         }
 
 
+def _time_iteration(
+    trainer: Any, iteration: int, is_last: bool, checkpoint: bool, played: list[Trajectory], times: IterationTimes
+) -> tuple[dict[str, float], dict[str, int]]:
+    """One iteration of ``Trainer.fit``'s phases, timed: seconds per phase that ran and generated tokens per
+    generating phase. ``played`` holds the iteration's games once the rollout has run; the states the critic and
+    actor phases sampled at go to ``times``."""
+    import archer.algorithms.archer as archer_module
+
+    cfg, algorithm = trainer.cfg, trainer.algorithm
+    seconds: dict[str, float] = {}
+    tokens: dict[str, int] = {}
+    _, seconds["rollout"] = timed(lambda: trainer.collect(iteration))
+    tokens["rollout"] = count_action_tokens(played, trainer.policy)[0]
+    if cfg.algorithm.log_advantage_check:
+        _, seconds["advantage_check"] = timed(algorithm.check_new_games)
+    seconds["critic_generation"], seconds["critic_update"], tokens["critic_generation"], times.critic_states = (
+        _time_sampling_phase(archer_module, lambda: algorithm.critic_phase(trainer.buffer, iteration, trainer.rng))
+    )
+    if iteration > cfg.algorithm.warmup_iters and cfg.algorithm.actor_steps_per_iter > 0:
+        seconds["actor_generation"], seconds["actor_update"], tokens["actor_generation"], times.actor_states = (
+            _time_sampling_phase(archer_module, lambda: algorithm.actor_phase(trainer.buffer, iteration, trainer.rng))
+        )
+    if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
+        _, seconds["evaluation"] = timed(trainer.evaluate)
+    if checkpoint and (iteration % cfg.save_every_iters == 0 or is_last):
+        _, seconds["checkpoint"] = timed(lambda: trainer.save(iteration))
+    return seconds, tokens
+
+
+def _time_sampling_phase(module: Any, phase: Callable[[], Any]) -> tuple[float, float, int, list[str]]:
+    """``phase()`` timed and split: the seconds of its ``generate_at_states`` calls (``GenerationClock`` on
+    ``module``), the seconds of the rest, the tokens those calls generated and the states they sampled at."""
+    with GenerationClock(module) as clock:
+        _, total = timed(phase)
+    return clock.seconds, total - clock.seconds, clock.tokens, [state for call in clock.states for state in call]
+
+
 def time_iterations(
     trainer: Any,
     iterations: int,
@@ -159,13 +196,9 @@ def time_iterations(
     Raises:
         ValueError: the algorithm has no critic phase.
     """
-    import archer.algorithms.archer as archer_module
-
     algorithm = trainer.algorithm
     if not hasattr(algorithm, "critic_phase"):
         raise ValueError(f"time_iterations times ArCHer's phases; {type(algorithm).__name__} has no critic phase")
-    cfg = trainer.cfg
-    algo = cfg.algorithm
     played: list[Trajectory] = []
     original_observe = algorithm.observe
 
@@ -182,32 +215,7 @@ def time_iterations(
             if deadline is not None and iteration > 1 and time.monotonic() + longest > deadline:
                 times.stopped = f"stopped before iteration {iteration} of {last}: the deadline was near"
                 break
-            seconds: dict[str, float] = {}
-            tokens: dict[str, int] = {}
-            _, seconds["rollout"] = timed(lambda iteration=iteration: trainer.collect(iteration))
-            tokens["rollout"] = count_action_tokens(played, trainer.policy)[0]
-            if algo.log_advantage_check:
-                _, seconds["advantage_check"] = timed(algorithm.check_new_games)
-            with GenerationClock(archer_module) as clock:
-                _, critic_s = timed(
-                    lambda iteration=iteration: algorithm.critic_phase(trainer.buffer, iteration, trainer.rng)
-                )
-            seconds["critic_generation"], seconds["critic_update"] = clock.seconds, critic_s - clock.seconds
-            tokens["critic_generation"] = clock.tokens
-            times.critic_states = [state for call in clock.states for state in call]
-            if iteration > algo.warmup_iters and algo.actor_steps_per_iter > 0:
-                with GenerationClock(archer_module) as clock:
-                    _, actor_s = timed(
-                        lambda iteration=iteration: algorithm.actor_phase(trainer.buffer, iteration, trainer.rng)
-                    )
-                seconds["actor_generation"], seconds["actor_update"] = clock.seconds, actor_s - clock.seconds
-                tokens["actor_generation"] = clock.tokens
-                times.actor_states = [state for call in clock.states for state in call]
-            is_last = iteration == last
-            if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
-                _, seconds["evaluation"] = timed(trainer.evaluate)
-            if checkpoint and (iteration % cfg.save_every_iters == 0 or is_last):
-                _, seconds["checkpoint"] = timed(lambda iteration=iteration: trainer.save(iteration))
+            seconds, tokens = _time_iteration(trainer, iteration, iteration == last, checkpoint, played, times)
             measured = iteration > warmup_iterations
             total = sum(seconds.values())
             longest = max(longest, total)
