@@ -16,7 +16,7 @@ from archer.data.trajectory_file import TrajectoryFileError
 from archer.envs.checker import check_env
 from archer.envs.grid_games.frozen_lake import FrozenLakeEnv, generate_map, optimal_success, shortest_path
 from archer.envs.grid_games.frozen_lake import move_values as lake_move_values
-from archer.envs.grid_games.grid import DIRECTIONS, parse_direction
+from archer.envs.grid_games.grid import DIRECTIONS, parse_direction, shortest_moves
 from archer.envs.grid_games.sokoban import SokobanEnv
 from archer.envs.grid_games.sokoban import move_values as room_move_values
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom, generate_room, solve
@@ -66,6 +66,20 @@ def play_solver(env, game_ids: list[int]) -> list[tuple[float, bool, int]]:
 )
 def test_parse_direction_finds_the_first_move_word(utterance: str, move: str | None) -> None:
     assert parse_direction(utterance) == move
+
+
+def test_shortest_moves_searches_breadth_first_in_the_order_moves_are_given() -> None:
+    # Numbers 0..9; from n, "+1" to n + 1 and "x2" to 2n. From 1 to 6: +1 +1 x2 (1, 2, 3, 6) and x2 +1 x2
+    # (1, 2, 3, 6) both take three moves; +1 is tried first, so the first path wins.
+    def moves(n: int) -> list[tuple[str, int]]:
+        return [(move, m) for move, m in (("+1", n + 1), ("x2", 2 * n)) if m <= 9]
+
+    assert shortest_moves(1, lambda n: n == 6, moves) == ["+1", "+1", "x2"]
+    assert shortest_moves(6, lambda n: n == 6, moves) == []
+    assert shortest_moves(7, lambda n: n == 6, moves) is None  # 7, 8, 9: never back to 6
+    # Expanding 1 and 2 sees four distinct states (1, 2, 3, 4): over a bound of 3, the search stops before 6.
+    assert shortest_moves(1, lambda n: n == 6, moves, max_states=3) is None
+    assert shortest_moves(1, lambda n: n == 6, moves, key=lambda n: n % 3) is None  # 6 looks like 3, seen before
 
 
 # ---- FrozenLake -------------------------------------------------------------------------------------------------

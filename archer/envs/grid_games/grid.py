@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from archer.envs.base import BatchedTextEnv, StepResult
 
@@ -33,6 +36,8 @@ DIRECTIONS = ("left", "down", "right", "up")
 OFFSETS: dict[str, tuple[int, int]] = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}
 """(row, column) change of each move; row 0 is the top of the grid."""
 
+State = TypeVar("State")
+
 _DIRECTION_WORD = re.compile(r"\b(left|right|up|down)\b", re.IGNORECASE)
 
 
@@ -40,6 +45,43 @@ def parse_direction(utterance: str) -> str | None:
     """The first direction word in ``utterance``, lower-cased, or None when it has none."""
     match = _DIRECTION_WORD.search(utterance)
     return match.group(1).lower() if match else None
+
+
+def shortest_moves(
+    start: State,
+    is_goal: Callable[[State], bool],
+    moves: Callable[[State], Iterable[tuple[str, State]]],
+    key: Callable[[State], Hashable] = lambda state: state,
+    max_states: int | None = None,
+) -> list[str] | None:
+    """The moves of a shortest path from ``start`` to a state where ``is_goal`` holds (breadth-first search), or
+    None when there is none (or none within ``max_states`` distinct states).
+
+    Args:
+        start: the first state.
+        is_goal: whether a state ends the search.
+        moves: a state's ``(move, next state)`` pairs, in the order they are tried (which makes the answer
+            deterministic).
+        key: what tells states apart (a state seen once is not searched again).
+        max_states: the most distinct states the search may see; None for no bound.
+    """
+    parent: dict[Hashable, tuple[Hashable, str] | None] = {key(start): None}
+    queue = deque([start])
+    while queue and (max_states is None or len(parent) <= max_states):
+        state = queue.popleft()
+        here = key(state)
+        if is_goal(state):
+            path: list[str] = []
+            while (step := parent[here]) is not None:
+                here, move = step
+                path.append(move)
+            return path[::-1]
+        for move, following in moves(state):
+            seen = key(following)
+            if seen not in parent:
+                parent[seen] = (here, move)
+                queue.append(following)
+    return None
 
 
 @dataclass
