@@ -14,6 +14,7 @@ from archer.config import ConfigError
 from archer.data.offline import load_offline_trajectories
 from archer.data.trajectory_file import TrajectoryFileError
 from archer.envs.checker import check_env
+from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
 from archer.envs.grid_games.frozen_lake import FrozenLakeEnv, generate_map, optimal_success, shortest_path
 from archer.envs.grid_games.frozen_lake import move_values as lake_move_values
 from archer.envs.grid_games.grid import DIRECTIONS, parse_direction, shortest_moves
@@ -250,6 +251,36 @@ def test_grid_corpus_is_deterministic_and_shows_the_observation_format() -> None
         assert corpus == env.copy(seed=9).corpus()
         assert any("Recent moves: invalid" in text for text in corpus)
         assert all("Grid:\n" in text for text in corpus)
+
+
+@needs_gymnasium
+def test_an_env_built_from_its_config_and_its_copies_keep_every_setting() -> None:
+    lake = FrozenLakeEnvConfig(
+        batch_size=3,
+        max_turns=7,
+        history_length=1,
+        invalid_action_penalty=-0.5,
+        size=5,
+        frozen_prob=0.7,
+        is_slippery=False,
+        num_maps=11,
+    )
+    room = SokobanEnvConfig(
+        batch_size=3,
+        max_turns=9,
+        history_length=2,
+        invalid_action_penalty=-0.2,
+        height=7,
+        width=8,
+        num_boxes=2,
+        num_rooms=13,
+    )
+    for cfg in (lake, room):
+        env = make_env(cfg, seed=0)
+        copied = env.copy(batch_size=2, seed=1)
+        assert len(env.SETTINGS) == 7 and env.batch_size == 3 and copied.batch_size == 2
+        for name in env.SETTINGS:
+            assert getattr(env, name) == getattr(copied, name) == getattr(cfg, name), name
 
 
 # ---- every move's exact value (what a perfect critic scores) -------------------------------------------------------

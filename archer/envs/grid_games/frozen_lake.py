@@ -162,6 +162,8 @@ class FrozenLakeEnv(GridGameEnv):
         seed: seed of the generator that draws maps and slips.
     """
 
+    SETTINGS = (*GridGameEnv.SETTINGS, "size", "frozen_prob", "is_slippery", "num_maps")
+
     def __init__(
         self,
         batch_size: int = 32,
@@ -263,31 +265,8 @@ class FrozenLakeEnv(GridGameEnv):
             self._maps[slot], self.position(slot), self.max_turns - self.turns(slot), self.is_slippery, gamma
         )
 
-    def copy(self, batch_size: int = 1, seed: int | None = None) -> FrozenLakeEnv:
-        return FrozenLakeEnv(
-            batch_size=batch_size,
-            max_turns=self.max_turns,
-            size=self.size,
-            frozen_prob=self.frozen_prob,
-            is_slippery=self.is_slippery,
-            num_maps=self.num_maps,
-            history_length=self.history_length,
-            invalid_action_penalty=self.invalid_action_penalty,
-            seed=seed,
-        )
-
 
 def make_frozen_lake_env(cfg: EnvConfig, seed: int | None = None) -> FrozenLakeEnv:
     """The environment ``cfg`` (a ``FrozenLakeEnvConfig``) describes."""
     assert isinstance(cfg, FrozenLakeEnvConfig)
-    return FrozenLakeEnv(
-        batch_size=cfg.batch_size,
-        max_turns=cfg.max_turns,
-        size=cfg.size,
-        frozen_prob=cfg.frozen_prob,
-        is_slippery=cfg.is_slippery,
-        num_maps=cfg.num_maps,
-        history_length=cfg.history_length,
-        invalid_action_penalty=cfg.invalid_action_penalty,
-        seed=seed,
-    )
+    return FrozenLakeEnv.from_config(cfg, seed)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.grid_games.config import GridEnvConfig
 
 DIRECTIONS = ("left", "down", "right", "up")
 """Move words, in gymnasium FrozenLake's action order (0 left, 1 down, 2 right, 3 up)."""
@@ -37,6 +38,7 @@ OFFSETS: dict[str, tuple[int, int]] = {"left": (0, -1), "down": (1, 0), "right":
 """(row, column) change of each move; row 0 is the top of the grid."""
 
 State = TypeVar("State")
+GridEnv = TypeVar("GridEnv", bound="GridGameEnv")
 
 _DIRECTION_WORD = re.compile(r"\b(left|right|up|down)\b", re.IGNORECASE)
 
@@ -112,6 +114,10 @@ class GridGameEnv(BatchedTextEnv):
         seed: seed of the generator that draws games (and any randomness of the dynamics).
     """
 
+    #: The constructor's arguments besides ``batch_size`` and ``seed``; each is also an attribute of the environment
+    #: and a field of its config, so ``copy`` and ``from_config`` pass them on by name. A game adds its own.
+    SETTINGS: tuple[str, ...] = ("max_turns", "history_length", "invalid_action_penalty")
+
     def __init__(
         self,
         batch_size: int,
@@ -164,9 +170,14 @@ class GridGameEnv(BatchedTextEnv):
         """The exact ``Q*`` of each move (``DIRECTIONS``) in ``slot`` now, the turns it has left included, under the
         game's rewards discounted by ``gamma``: what a perfect critic would score them."""
 
-    @abstractmethod
-    def copy(self, batch_size: int = 1, seed: int | None = None) -> GridGameEnv:
-        """A new environment with the same settings (and no games started)."""
+    def copy(self: GridEnv, batch_size: int = 1, seed: int | None = None) -> GridEnv:
+        """A new environment with the same settings (``SETTINGS``) and no games started."""
+        return type(self)(batch_size=batch_size, seed=seed, **{name: getattr(self, name) for name in self.SETTINGS})
+
+    @classmethod
+    def from_config(cls: type[GridEnv], cfg: GridEnvConfig, seed: int | None = None) -> GridEnv:
+        """The environment ``cfg`` describes: its ``batch_size`` and its fields named in ``SETTINGS``."""
+        return cls(batch_size=cfg.batch_size, seed=seed, **{name: getattr(cfg, name) for name in cls.SETTINGS})
 
     def _step_reward(self) -> float:
         """Reward every turn gets on top of the move's own (Sokoban's step cost); 0 by default."""
