@@ -12,10 +12,8 @@ import copy
 import dataclasses
 import hashlib
 import json
-import os
 import random
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from torch import nn
 
 from archer.distributed import Placement
 from archer.errors import ArcherError
-from archer.utils import writing
+from archer.utils import atomic_open
 
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 1
@@ -188,20 +186,9 @@ def save_checkpoint(directory: Path, state: dict[str, Any]) -> Path:
         StorageError: the disk is full or the folder is not writable (the previous checkpoint stays whole).
     """
     path = directory / CHECKPOINT_FILE
-    with writing(path):
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".checkpoint.", suffix=".tmp")
-        try:
-            os.close(fd)
-            # Through a Python file object, so a full disk raises ENOSPC rather than torch's "unexpected pos".
-            with open(tmp, "wb") as handle:
-                torch.save({"format_version": FORMAT_VERSION, **state}, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    with atomic_open(path, binary=True) as handle:
+        # Through a Python file object, so a full disk raises ENOSPC rather than torch's "unexpected pos".
+        torch.save({"format_version": FORMAT_VERSION, **state}, handle)
     return path
 
 

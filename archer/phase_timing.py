@@ -33,7 +33,7 @@ import torch
 from archer.data.trajectory import Trajectory
 from archer.models.incremental import common_prefix_length
 from archer.models.kv_cache import cache_argument
-from archer.models.policy import LanguagePolicy
+from archer.models.policy import LanguagePolicy, left_padded_positions
 
 #: The training phases of one ArCHer iteration, in order; evaluation and checkpoint follow when they run.
 PHASES = ("rollout", "advantage_check", "critic_generation", "critic_update", "actor_generation", "actor_update")
@@ -134,6 +134,43 @@ class IterationTimes:
         }
 
 
+def _time_iteration(
+    trainer: Any, iteration: int, is_last: bool, checkpoint: bool, played: list[Trajectory], times: IterationTimes
+) -> tuple[dict[str, float], dict[str, int]]:
+    """One iteration of ``Trainer.fit``'s phases, timed: seconds per phase that ran and generated tokens per
+    generating phase. ``played`` holds the iteration's games once the rollout has run; the states the critic and
+    actor phases sampled at go to ``times``."""
+    import archer.algorithms.archer as archer_module
+
+    cfg, algorithm = trainer.cfg, trainer.algorithm
+    seconds: dict[str, float] = {}
+    tokens: dict[str, int] = {}
+    _, seconds["rollout"] = timed(lambda: trainer.collect(iteration))
+    tokens["rollout"] = count_action_tokens(played, trainer.policy)[0]
+    if cfg.algorithm.log_advantage_check:
+        _, seconds["advantage_check"] = timed(algorithm.check_new_games)
+    seconds["critic_generation"], seconds["critic_update"], tokens["critic_generation"], times.critic_states = (
+        _time_sampling_phase(archer_module, lambda: algorithm.critic_phase(trainer.buffer, iteration, trainer.rng))
+    )
+    if iteration > cfg.algorithm.warmup_iters and cfg.algorithm.actor_steps_per_iter > 0:
+        seconds["actor_generation"], seconds["actor_update"], tokens["actor_generation"], times.actor_states = (
+            _time_sampling_phase(archer_module, lambda: algorithm.actor_phase(trainer.buffer, iteration, trainer.rng))
+        )
+    if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
+        _, seconds["evaluation"] = timed(trainer.evaluate)
+    if checkpoint and (iteration % cfg.save_every_iters == 0 or is_last):
+        _, seconds["checkpoint"] = timed(lambda: trainer.save(iteration))
+    return seconds, tokens
+
+
+def _time_sampling_phase(module: Any, phase: Callable[[], Any]) -> tuple[float, float, int, list[str]]:
+    """``phase()`` timed and split: the seconds of its ``generate_at_states`` calls (``GenerationClock`` on
+    ``module``), the seconds of the rest, the tokens those calls generated and the states they sampled at."""
+    with GenerationClock(module) as clock:
+        _, total = timed(phase)
+    return clock.seconds, total - clock.seconds, clock.tokens, [state for call in clock.states for state in call]
+
+
 def time_iterations(
     trainer: Any,
     iterations: int,
@@ -159,13 +196,9 @@ def time_iterations(
     Raises:
         ValueError: the algorithm has no critic phase.
     """
-    import archer.algorithms.archer as archer_module
-
     algorithm = trainer.algorithm
     if not hasattr(algorithm, "critic_phase"):
         raise ValueError(f"time_iterations times ArCHer's phases; {type(algorithm).__name__} has no critic phase")
-    cfg = trainer.cfg
-    algo = cfg.algorithm
     played: list[Trajectory] = []
     original_observe = algorithm.observe
 
@@ -182,32 +215,7 @@ def time_iterations(
             if deadline is not None and iteration > 1 and time.monotonic() + longest > deadline:
                 times.stopped = f"stopped before iteration {iteration} of {last}: the deadline was near"
                 break
-            seconds: dict[str, float] = {}
-            tokens: dict[str, int] = {}
-            _, seconds["rollout"] = timed(lambda iteration=iteration: trainer.collect(iteration))
-            tokens["rollout"] = count_action_tokens(played, trainer.policy)[0]
-            if algo.log_advantage_check:
-                _, seconds["advantage_check"] = timed(algorithm.check_new_games)
-            with GenerationClock(archer_module) as clock:
-                _, critic_s = timed(
-                    lambda iteration=iteration: algorithm.critic_phase(trainer.buffer, iteration, trainer.rng)
-                )
-            seconds["critic_generation"], seconds["critic_update"] = clock.seconds, critic_s - clock.seconds
-            tokens["critic_generation"] = clock.tokens
-            times.critic_states = [state for call in clock.states for state in call]
-            if iteration > algo.warmup_iters and algo.actor_steps_per_iter > 0:
-                with GenerationClock(archer_module) as clock:
-                    _, actor_s = timed(
-                        lambda iteration=iteration: algorithm.actor_phase(trainer.buffer, iteration, trainer.rng)
-                    )
-                seconds["actor_generation"], seconds["actor_update"] = clock.seconds, actor_s - clock.seconds
-                tokens["actor_generation"] = clock.tokens
-                times.actor_states = [state for call in clock.states for state in call]
-            is_last = iteration == last
-            if cfg.eval.every_iters > 0 and (iteration % cfg.eval.every_iters == 0 or is_last):
-                _, seconds["evaluation"] = timed(trainer.evaluate)
-            if checkpoint and (iteration % cfg.save_every_iters == 0 or is_last):
-                _, seconds["checkpoint"] = timed(lambda iteration=iteration: trainer.save(iteration))
+            seconds, tokens = _time_iteration(trainer, iteration, iteration == last, checkpoint, played, times)
             measured = iteration > warmup_iterations
             total = sum(seconds.values())
             longest = max(longest, total)
@@ -226,10 +234,6 @@ def time_iterations(
 
 
 # ---- floors --------------------------------------------------------------------------------------------------------
-
-
-def _positions(mask: torch.Tensor) -> torch.Tensor:
-    return (mask.cumsum(-1) - 1).clamp(min=0)
 
 
 def bare_generate(policy: LanguagePolicy, prompts: list[list[int]], batch_size: int) -> float:
@@ -256,7 +260,7 @@ def bare_generate_from_cache(policy: LanguagePolicy, prefixes: list[list[int]], 
     with torch.no_grad():
         prefix_ids, prefix_mask = policy.left_pad(prefixes)
         cache = DynamicCache()
-        positions = _positions(prefix_mask)
+        positions = left_padded_positions(prefix_mask)
         generator(
             input_ids=prefix_ids,
             attention_mask=prefix_mask,
@@ -329,7 +333,7 @@ def policy_update_floor(
         input_ids, mask = policy.left_pad(rows)
 
         def step(input_ids: torch.Tensor = input_ids, mask: torch.Tensor = mask) -> None:
-            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=_positions(mask)).logits
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=left_padded_positions(mask)).logits
             logprobs = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, input_ids[:, 1:, None])
             (logprobs.squeeze(-1) * mask[:, 1:]).sum().backward()
 

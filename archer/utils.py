@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -89,21 +89,36 @@ def writing(path: str | os.PathLike[str]) -> Iterator[None]:
         raise storage_error(OSError(errno.ENOSPC, "No space left on device"), path) from None
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so readers never see half a file."""
+@contextmanager
+def atomic_open(path: str | os.PathLike, binary: bool = False) -> Iterator[IO[Any]]:
+    """A file to write ``path``'s new content to, so readers never see half a file: a temporary file beside
+    ``path`` (``.<name>.<random>.tmp``), synced to disk and renamed over ``path`` when the block ends, removed when
+    it raises. Text files are UTF-8.
+
+    Raises:
+        StorageError: the disk is full or the folder is not writable (``writing``); ``path`` is left as it was.
+    """
     path = Path(path)
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            # Opened by name, so the handle's ``name`` is the temporary path (writers and tests may look at it).
+            with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8") as handle:
+                yield handle
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (``atomic_open``)."""
+    with atomic_open(path) as handle:
+        handle.write(text)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:

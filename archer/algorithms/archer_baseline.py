@@ -20,8 +20,6 @@ actor phase (after ``warmup_iters``), on the same samples as the policy. The ref
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from archer.algorithms.accumulation import Backend, accumulate, clip_and_step
@@ -29,13 +27,14 @@ from archer.algorithms.archer import ArcherAlgorithm
 from archer.algorithms.base import check_finite
 from archer.algorithms.critic_updates import summary_stats
 from archer.algorithms.losses import token_baseline_losses
+from archer.algorithms.token_value_training import TokenValueMixin
 from archer.config import ArcherBaselineConfig
 from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
-from archer.models.token_value import TokenValueModel, build_token_value_model
+from archer.models.token_value import TokenValueModel
 
 
-class ArcherBaselineAlgorithm(ArcherAlgorithm):
+class ArcherBaselineAlgorithm(TokenValueMixin, ArcherAlgorithm):
     """Online ArCHer whose policy gradient subtracts a learned per-token baseline.
 
     Args:
@@ -58,10 +57,7 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
     ) -> None:
         super().__init__(cfg, policy, accelerator, critic=critic, progress=progress)
         self.cfg: ArcherBaselineConfig = cfg
-        self.value_model = value_model if value_model is not None else build_token_value_model(policy)
-        self.value_optimizer = torch.optim.Adam(
-            [p for p in self.value_model.parameters() if p.requires_grad], lr=cfg.value_lr
-        )
+        self.init_value_model(policy, value_model)
 
     def actor_step(self, observations: list[str], iteration: int, step: int) -> dict[str, float]:
         """One baselined REINFORCE step on fresh samples at ``observations``, and one value-model step."""
@@ -88,9 +84,7 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
         actor_norm = clip_and_step(
             self.accelerator, self.actor_optimizer, self.policy.model.parameters(), cfg.max_grad_norm
         )
-        value_norm = clip_and_step(
-            self.accelerator, self.value_optimizer, self.value_model.parameters(), cfg.value_max_grad_norm
-        )
+        value_norm = self.step_value_model()
         lengths = torch.tensor([len(ids) for ids in generation.token_ids], dtype=torch.float32)
         return {
             "actor/pg_loss": pg_total,
@@ -102,18 +96,3 @@ class ArcherBaselineAlgorithm(ArcherAlgorithm):
             "value/grad_norm": value_norm,
             **summary_stats("value/baseline", torch.cat(values_seen)),
         }
-
-    def networks(self) -> dict[str, torch.nn.Module]:
-        return {**super().networks(), "value_model": self.value_model}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            **super().state_dict(),
-            "value_model": self.value_model.state_dict(),
-            "value_optimizer": self.value_optimizer.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self.value_model.load_state_dict(state["value_model"])
-        self.value_optimizer.load_state_dict(state["value_optimizer"])

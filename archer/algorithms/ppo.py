@@ -36,14 +36,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from archer.algorithms.accumulation import Backend, clip_and_step
+from archer.algorithms.accumulation import Backend
 from archer.algorithms.losses import gae_with_discounts, kl_shaped_token_rewards, ppo_value_loss
 from archer.algorithms.on_policy import GameTokens, LossTerm, MicroScores, OnPolicyGamesAlgorithm, pad
+from archer.algorithms.token_value_training import TokenValueMixin
 from archer.config import PPOConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.models.critic import DoubleCritic
 from archer.models.policy import LanguagePolicy
-from archer.models.token_value import TokenValueModel, build_token_value_model
+from archer.models.token_value import TokenValueModel
 
 
 @dataclass
@@ -109,7 +110,7 @@ def token_gae_over_games(
     return per_utterance_advantages, per_utterance_returns
 
 
-class PPOAlgorithm(OnPolicyGamesAlgorithm):
+class PPOAlgorithm(TokenValueMixin, OnPolicyGamesAlgorithm):
     """Token-level PPO with a separate token value model and a KL penalty to the starting policy.
 
     Args:
@@ -132,10 +133,7 @@ class PPOAlgorithm(OnPolicyGamesAlgorithm):
     ) -> None:
         super().__init__(cfg, policy, accelerator, progress)
         self.cfg: PPOConfig = cfg
-        self.value_model = value_model if value_model is not None else build_token_value_model(policy)
-        self.value_optimizer = torch.optim.Adam(
-            [p for p in self.value_model.parameters() if p.requires_grad], lr=cfg.value_lr
-        )
+        self.init_value_model(policy, value_model)
 
     # ---- 1-4: the iteration's tokens, scored, with their advantages ----------------------------------------------
 
@@ -184,9 +182,7 @@ class PPOAlgorithm(OnPolicyGamesAlgorithm):
 
     def step_networks(self) -> dict[str, float]:
         norms = super().step_networks()
-        norms["value/grad_norm"] = clip_and_step(
-            self.accelerator, self.value_optimizer, self.value_model.parameters(), self.cfg.value_max_grad_norm
-        )
+        norms["value/grad_norm"] = self.step_value_model()
         return norms
 
     def update(self, buffer: ReplayBuffer, iteration: int, rng: np.random.Generator) -> dict[str, float]:
@@ -222,18 +218,3 @@ class PPOAlgorithm(OnPolicyGamesAlgorithm):
             explained = 1 - (returns - values).var() / returns.var().clamp(min=1e-8)
             metrics["value/explained_variance"] = explained.item()
         return metrics
-
-    def networks(self) -> dict[str, torch.nn.Module]:
-        return {**super().networks(), "value_model": self.value_model}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            **super().state_dict(),
-            "value_model": self.value_model.state_dict(),
-            "value_optimizer": self.value_optimizer.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self.value_model.load_state_dict(state["value_model"])
-        self.value_optimizer.load_state_dict(state["value_optimizer"])

@@ -7,12 +7,14 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from archer.errors import ArcherError
 from archer.utils import atomic_write_text
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class DatasetError(ArcherError, ValueError):
@@ -62,6 +64,18 @@ def read_json_list(path: str, missing: str, items: str, error: type[DatasetError
         # Caught here, naming the file, rather than as an empty replay buffer deep in training.
         raise error(f"{path}: holds no {items} (an empty list); give a file with at least one")
     return records
+
+
+def read_checked_records(
+    path: str,
+    missing: str,
+    items: str,
+    check: Callable[[Any, int, str], T],
+    error: type[DatasetError] = DatasetError,
+) -> list[T]:
+    """``check(record, index, path)`` of every record of ``path``'s JSON list (``read_json_list``, whose arguments
+    these are): a format's records, checked and converted."""
+    return [check(record, index, path) for index, record in enumerate(read_json_list(path, missing, items, error))]
 
 
 def write_json_list(records: list[dict[str, Any]], path: str | os.PathLike[str]) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
 from archer.data.trajectory import Trajectory
-from archer.envs.base import BatchedTextEnv
+from archer.envs.base import BatchedTextEnv, StepResult
 
 
 class TokenizedActions(Protocol):
@@ -50,6 +51,47 @@ def split_actions(chosen: list[str] | TokenizedActions, expected: int) -> tuple[
     return texts, token_ids
 
 
+@dataclass
+class _GameRecord:
+    """What one game of a batch has played so far (``play_batch``)."""
+
+    observations: list[str]
+    states: list[str | None]
+    actions: list[str] = field(default_factory=list)
+    action_ids: list[list[int]] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    replaced: list[bool] = field(default_factory=list)
+    ending: tuple[bool, bool, dict] = field(default_factory=lambda: (False, False, {}))
+
+    def record(
+        self, action: str, ids: Sequence[int] | None, replaced: bool, result: StepResult, state: str | None
+    ) -> None:
+        """One turn: the action (with its token ids when the actor gave them), and what the environment answered."""
+        self.actions.append(action)
+        if ids is not None:
+            self.action_ids.append(list(ids))
+        self.rewards.append(result.reward)
+        self.replaced.append(replaced)
+        self.observations.append(result.observation)
+        self.states.append(state)
+        if result.done:
+            self.ending = (result.terminated, result.truncated, dict(result.info))
+
+    def trajectory(self, with_ids: bool) -> Trajectory:
+        terminated, truncated, info = self.ending
+        return Trajectory(
+            observations=self.observations,
+            actions=self.actions,
+            rewards=self.rewards,
+            terminated=terminated,
+            truncated=truncated,
+            info=info,
+            action_token_ids=self.action_ids if with_ids else None,
+            replaced_moves=self.replaced if any(self.replaced) else None,
+            states=self.states if None not in self.states else None,
+        )
+
+
 def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[str]) -> list[Trajectory]:
     """Play the batch ``env`` was just reset to, from its first ``observations``, until every game ends.
 
@@ -59,15 +101,8 @@ def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[
     environment's state keys (``BatchedTextEnv.state_key``), when it defines them, are kept in ``states``.
     """
     turn: TurnFn = act.start_batch() if isinstance(act, BatchActor) else lambda current, _slots: act(current)
-    num_games = len(observations)
-    history: list[list[str]] = [[obs] for obs in observations]
-    states: list[list[str | None]] = [[env.state_key(i)] for i in range(num_games)]
-    actions: list[list[str]] = [[] for _ in range(num_games)]
-    action_ids: list[list[list[int]]] = [[] for _ in range(num_games)]
+    games = [_GameRecord([obs], [env.state_key(i)]) for i, obs in enumerate(observations)]
     with_ids: bool | None = None  # fixed by the first turn
-    rewards: list[list[float]] = [[] for _ in range(num_games)]
-    replaced: list[list[bool]] = [[] for _ in range(num_games)]
-    endings: list[tuple[bool, bool, dict]] = [(False, False, {})] * num_games
     current = list(observations)
     while any(env.active):
         live = [i for i, alive in enumerate(env.active) if alive]
@@ -78,41 +113,17 @@ def play_batch(env: BatchedTextEnv, act: ActFn | BatchActor, observations: list[
             with_ids = chosen_ids is not None
         elif with_ids != (chosen_ids is not None):
             raise ValueError("the acting function must return token ids on every turn of a batch or on none")
-        batch_actions: list[str | None] = [None] * num_games
-        batch_ids: list[list[int] | None] = [None] * num_games
-        batch_replaced = [False] * num_games
-        for k, (i, action) in enumerate(zip(live, chosen, strict=True)):
+        batch_actions: list[str | None] = [None] * len(games)
+        for i, action in zip(live, chosen, strict=True):
             batch_actions[i] = action
-            batch_replaced[i] = bool(chosen_replaced[k])
-            if chosen_ids is not None:
-                batch_ids[i] = list(chosen_ids[k])
-        for i, result in enumerate(env.step(batch_actions)):
-            if result is None:
-                continue
-            actions[i].append(batch_actions[i])
-            if with_ids:
-                action_ids[i].append(batch_ids[i])
-            rewards[i].append(result.reward)
-            replaced[i].append(batch_replaced[i])
-            history[i].append(result.observation)
-            states[i].append(env.state_key(i))
-            current[i] = result.observation
-            if result.done:
-                endings[i] = (result.terminated, result.truncated, dict(result.info))
-    return [
-        Trajectory(
-            observations=history[i],
-            actions=actions[i],
-            rewards=rewards[i],
-            terminated=endings[i][0],
-            truncated=endings[i][1],
-            info=endings[i][2],
-            action_token_ids=action_ids[i] if with_ids else None,
-            replaced_moves=replaced[i] if any(replaced[i]) else None,
-            states=states[i] if None not in states[i] else None,
-        )
-        for i in range(num_games)
-    ]
+        results = env.step(batch_actions)
+        for k, i in enumerate(live):
+            result = results[i]
+            if result is not None:
+                ids = chosen_ids[k] if chosen_ids is not None else None
+                games[i].record(chosen[k], ids, bool(chosen_replaced[k]), result, env.state_key(i))
+                current[i] = result.observation
+    return [game.trajectory(bool(with_ids)) for game in games]
 
 
 def collect_trajectories(

@@ -107,6 +107,14 @@ class QuestionGameEnv(BatchedTextEnv, Generic[Secret]):
         return results
 
 
+def question_game_rewards(num_turns: int, won: bool) -> list[float]:
+    """-1 per turn, 0 on the last turn of a won game: the reference's reward in both question games."""
+    rewards = [-1.0] * num_turns
+    if won and rewards:
+        rewards[-1] = 0.0
+    return rewards
+
+
 @dataclass
 class PlayedGame:
     """One scripted game.
@@ -121,11 +129,7 @@ class PlayedGame:
 
     @property
     def rewards(self) -> list[float]:
-        """-1 per turn, 0 on the winning turn (the reference's reward in both question games)."""
-        rewards = [-1.0] * len(self.turns)
-        if self.success:
-            rewards[-1] = 0.0
-        return rewards
+        return question_game_rewards(len(self.turns), self.success)
 
     @property
     def episode_return(self) -> float:

@@ -34,6 +34,12 @@ class BestFigures:
     success_rate: float
     solver: str
 
+    @classmethod
+    def averaged(cls, returns: Sequence[float], successes: Sequence[float], solver: str) -> BestFigures:
+        """The figures of games whose best play has these ``returns`` and ``successes`` (1 or 0 per game, or its
+        chance of winning)."""
+        return cls(sum(returns) / len(returns), sum(successes) / len(successes), solver)
+
 
 BestFn = Callable[[EnvConfig, Sequence[int]], BestFigures]
 """The best figures of a game's config over the given game ids (``GameSpec.best``)."""

@@ -270,6 +270,21 @@ def policy_source(cfg: PolicyConfig, cache_dir: str, corpus: Callable[[], list[s
     return _resolve("policy", cfg.name_or_path, cfg.embedded, cache_dir, corpus, _build_embedded_policy)
 
 
+def _set_padding(tokenizer: PreTrainedTokenizerBase, padding_side: str, whose: str) -> None:
+    """Pad on ``padding_side`` and truncate on the left (a long history keeps its most recent turns); a tokenizer
+    without a pad token pads with EOS.
+
+    Raises:
+        ValueError: the tokenizer has neither a pad nor an EOS token (the message names ``whose`` tokenizer it is).
+    """
+    tokenizer.padding_side = padding_side
+    tokenizer.truncation_side = "left"
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"the tokenizer of {whose} has neither a pad nor an EOS token")
+        tokenizer.pad_token = tokenizer.eos_token
+
+
 def load_policy_model(
     cfg: PolicyConfig, cache_dir: str, corpus: Callable[[], list[str]]
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -299,12 +314,7 @@ def load_policy_model(
         lambda: AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(cfg.dtype)),
         lambda: AutoTokenizer.from_pretrained(source),
     )
-    tokenizer.padding_side = "left"
-    tokenizer.truncation_side = "left"
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
-            raise ValueError(f"the tokenizer of policy {cfg.name_or_path!r} has neither a pad nor an EOS token")
-        tokenizer.pad_token = tokenizer.eos_token
+    _set_padding(tokenizer, "left", f"policy {cfg.name_or_path!r}")
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     if cfg.reference_checkpoint:
@@ -342,12 +352,7 @@ def load_critic_encoder(
         lambda: AutoModel.from_pretrained(source, dtype=_dtype(cfg.dtype)),
         lambda: AutoTokenizer.from_pretrained(source),
     )
-    tokenizer.padding_side = "right"
-    tokenizer.truncation_side = "left"
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
-            raise ValueError(f"the tokenizer of critic {cfg.name_or_path!r} has neither a pad nor an EOS token")
-        tokenizer.pad_token = tokenizer.eos_token
+    _set_padding(tokenizer, "right", f"critic {cfg.name_or_path!r}")
     return encoder, tokenizer
 
 

@@ -115,6 +115,31 @@ def place_rows(
     )
 
 
+def left_padded_positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, L) position ids of left-padded rows: each row's first real token is at position 0, as it would be
+    unpadded (padding columns get 0; the mask hides them)."""
+    return (attention_mask.cumsum(-1) - 1).clamp(min=0)
+
+
+def left_align_actions(right_aligned: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token scores of left-padded actions moved so that token j of every action is in column j.
+
+    Args:
+        right_aligned: (B, T) scores of the last T columns of left-padded rows (T the longest action), so action i's
+            tokens are its last ``lengths[i]`` columns.
+        lengths: (B,) action lengths in tokens.
+
+    Returns:
+        ``(scores, mask)``, both (B, T); columns past an action's end hold 0 in both; the mask is float.
+    """
+    width = right_aligned.shape[1]
+    columns = torch.arange(width, device=right_aligned.device)
+    source = (columns + (width - lengths).unsqueeze(1)).clamp(max=width - 1)
+    mask = columns.unsqueeze(0) < lengths.unsqueeze(1)
+    scores = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
+    return scores, mask.to(scores.dtype)
+
+
 class LanguagePolicy:
     """A causal language model used as a policy over utterances.
 
@@ -384,7 +409,7 @@ class LanguagePolicy:
             return empty, empty.clone()
         prompts = self.encode_prompts(observations)
         input_ids, attention_mask = self.left_pad([p + list(a) for p, a in zip(prompts, action_ids, strict=True)])
-        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        position_ids = left_padded_positions(attention_mask)
         extra = {"logits_to_keep": width + 1} if self._accepts_logits_to_keep else {}
         logits = self._scoring_model()(
             input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **extra
@@ -393,12 +418,7 @@ class LanguagePolicy:
         # from the column before it.
         logits = logits[:, -(width + 1) : -1].float()  # (B, T, V)
         targets = input_ids[:, -width:]  # (B, T)
-        right_aligned = self._score(logits, targets, as_sampled)
-        columns = torch.arange(width, device=self.device)
-        source = (columns + (width - lengths).unsqueeze(1)).clamp(max=width - 1)
-        mask = columns.unsqueeze(0) < lengths.unsqueeze(1)
-        logprobs = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
-        return logprobs, mask.to(logprobs.dtype)
+        return left_align_actions(self._score(logits, targets, as_sampled), lengths)
 
     def pack_turns(self, observations: list[str], actions: list[str], action_ids: list[list[int]]) -> TurnPacking:
         """Which turns can be scored inside a longer turn's row, and the rows (``packed_token_logprobs``).
@@ -464,7 +484,7 @@ class LanguagePolicy:
         mask = torch.zeros((len(observations), width), device=self.device)
         if packing.rows:
             input_ids, attention_mask = self.left_pad(packing.rows)
-            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+            position_ids = left_padded_positions(attention_mask)
             logits = self._scoring_model()(
                 input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
             ).logits

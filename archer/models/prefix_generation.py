@@ -34,7 +34,7 @@ from transformers import DynamicCache
 
 from archer.models.incremental import supports_kv_reuse
 from archer.models.kv_cache import cache_argument, returned_cache
-from archer.models.policy import Generation, LanguagePolicy
+from archer.models.policy import Generation, LanguagePolicy, left_padded_positions
 from archer.models.sharding import gathered
 
 
@@ -140,7 +140,7 @@ def prefill(policy: LanguagePolicy, prompts: list[list[int]]) -> DynamicCache:
                 output = generator(
                     input_ids=input_ids,
                     attention_mask=attention_mask,
-                    position_ids=(attention_mask.cumsum(-1) - 1).clamp(min=0),
+                    position_ids=left_padded_positions(attention_mask),
                     use_cache=True,
                     **cache_argument(generator, DynamicCache()),
                     **extra,

@@ -22,7 +22,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from archer.models.loading import load_policy_model
-from archer.models.policy import LanguagePolicy, place_rows
+from archer.models.policy import LanguagePolicy, left_align_actions, left_padded_positions, place_rows
 
 
 class TokenValueModel(nn.Module):
@@ -63,26 +63,25 @@ class TokenValueModel(nn.Module):
         lengths = torch.tensor([len(ids) for ids in action_ids], device=policy.device)
         width = int(lengths.max().item())
         rows = [p + list(a) for p, a in zip(policy.encode_prompts(observations), action_ids, strict=True)]
-        input_ids, attention_mask = policy.left_pad(rows)
-        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        hidden = self._last_hidden_states(rows)[:, -(width + 1) : -1]  # (B, T, H): the columns predicting actions
+        right_aligned = self.head(hidden).squeeze(-1).float()  # (B, T)
+        # Left padding right-aligns the actions; move token j of every action to column j, as token_logprobs does.
+        return left_align_actions(right_aligned, lengths)
+
+    def _last_hidden_states(self, rows: list[list[int]]) -> torch.Tensor:
+        """(B, L, H): the language model's last hidden states over ``rows`` of token ids, left-padded to L."""
+        input_ids, attention_mask = self._policy.left_pad(rows)
         # Only the hidden states are used; logits_to_keep=1 spares the vocabulary projection of every position.
         extra = {"logits_to_keep": 1} if self._accepts_logits_to_keep else {}
         outputs = self.lm(
             input_ids=input_ids,
             attention_mask=attention_mask,
-            position_ids=position_ids,
+            position_ids=left_padded_positions(attention_mask),
             output_hidden_states=True,
             use_cache=False,
             **extra,
         )
-        hidden = outputs.hidden_states[-1][:, -(width + 1) : -1]  # (B, T, H): the columns predicting action tokens
-        right_aligned = self.head(hidden).squeeze(-1).float()  # (B, T)
-        # Left padding right-aligns the actions; move token j of every action to column j, as token_logprobs does.
-        columns = torch.arange(width, device=policy.device)
-        source = (columns + (width - lengths).unsqueeze(1)).clamp(max=width - 1)
-        mask = columns.unsqueeze(0) < lengths.unsqueeze(1)
-        values = right_aligned.gather(1, source).masked_fill(~mask, 0.0)
-        return values, mask.to(values.dtype)
+        return outputs.hidden_states[-1]
 
     def packed(
         self, observations: list[str], actions: list[str], action_ids: list[list[int]]
@@ -103,20 +102,10 @@ class TokenValueModel(nn.Module):
         values = torch.zeros((len(observations), width), device=policy.device)
         mask = torch.zeros_like(values)
         if packing.rows:
-            input_ids, attention_mask = policy.left_pad(packing.rows)
-            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-            extra = {"logits_to_keep": 1} if self._accepts_logits_to_keep else {}
-            hidden = self.lm(
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                position_ids=position_ids,
-                output_hidden_states=True,
-                use_cache=False,
-                **extra,
-            ).hidden_states[-1]
+            hidden = self._last_hidden_states(packing.rows)
             scored = [
                 (i, self.head(hidden[r, start : start + n]).squeeze(-1).float())
-                for i, r, start, n in packing.positions(action_ids, input_ids.shape[1])
+                for i, r, start, n in packing.positions(action_ids, hidden.shape[1])
             ]
             values, mask = place_rows(values, mask, scored)
         if packing.alone:

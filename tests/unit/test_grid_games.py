@@ -14,9 +14,10 @@ from archer.config import ConfigError
 from archer.data.offline import load_offline_trajectories
 from archer.data.trajectory_file import TrajectoryFileError
 from archer.envs.checker import check_env
+from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
 from archer.envs.grid_games.frozen_lake import FrozenLakeEnv, generate_map, optimal_success, shortest_path
 from archer.envs.grid_games.frozen_lake import move_values as lake_move_values
-from archer.envs.grid_games.grid import DIRECTIONS, parse_direction
+from archer.envs.grid_games.grid import DIRECTIONS, parse_direction, shortest_moves
 from archer.envs.grid_games.sokoban import SokobanEnv
 from archer.envs.grid_games.sokoban import move_values as room_move_values
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom, generate_room, solve
@@ -66,6 +67,20 @@ def play_solver(env, game_ids: list[int]) -> list[tuple[float, bool, int]]:
 )
 def test_parse_direction_finds_the_first_move_word(utterance: str, move: str | None) -> None:
     assert parse_direction(utterance) == move
+
+
+def test_shortest_moves_searches_breadth_first_in_the_order_moves_are_given() -> None:
+    # Numbers 0..9; from n, "+1" to n + 1 and "x2" to 2n. From 1 to 6: +1 +1 x2 (1, 2, 3, 6) and x2 +1 x2
+    # (1, 2, 3, 6) both take three moves; +1 is tried first, so the first path wins.
+    def moves(n: int) -> list[tuple[str, int]]:
+        return [(move, m) for move, m in (("+1", n + 1), ("x2", 2 * n)) if m <= 9]
+
+    assert shortest_moves(1, lambda n: n == 6, moves) == ["+1", "+1", "x2"]
+    assert shortest_moves(6, lambda n: n == 6, moves) == []
+    assert shortest_moves(7, lambda n: n == 6, moves) is None  # 7, 8, 9: never back to 6
+    # Expanding 1 and 2 sees four distinct states (1, 2, 3, 4): over a bound of 3, the search stops before 6.
+    assert shortest_moves(1, lambda n: n == 6, moves, max_states=3) is None
+    assert shortest_moves(1, lambda n: n == 6, moves, key=lambda n: n % 3) is None  # 6 looks like 3, seen before
 
 
 # ---- FrozenLake -------------------------------------------------------------------------------------------------
@@ -236,6 +251,36 @@ def test_grid_corpus_is_deterministic_and_shows_the_observation_format() -> None
         assert corpus == env.copy(seed=9).corpus()
         assert any("Recent moves: invalid" in text for text in corpus)
         assert all("Grid:\n" in text for text in corpus)
+
+
+@needs_gymnasium
+def test_an_env_built_from_its_config_and_its_copies_keep_every_setting() -> None:
+    lake = FrozenLakeEnvConfig(
+        batch_size=3,
+        max_turns=7,
+        history_length=1,
+        invalid_action_penalty=-0.5,
+        size=5,
+        frozen_prob=0.7,
+        is_slippery=False,
+        num_maps=11,
+    )
+    room = SokobanEnvConfig(
+        batch_size=3,
+        max_turns=9,
+        history_length=2,
+        invalid_action_penalty=-0.2,
+        height=7,
+        width=8,
+        num_boxes=2,
+        num_rooms=13,
+    )
+    for cfg in (lake, room):
+        env = make_env(cfg, seed=0)
+        copied = env.copy(batch_size=2, seed=1)
+        assert len(env.SETTINGS) == 7 and env.batch_size == 3 and copied.batch_size == 2
+        for name in env.SETTINGS:
+            assert getattr(env, name) == getattr(copied, name) == getattr(cfg, name), name
 
 
 # ---- every move's exact value (what a perfect critic scores) -------------------------------------------------------

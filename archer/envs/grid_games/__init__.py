@@ -45,8 +45,7 @@ def best_frozen_lake(cfg: EnvConfig, game_ids: Sequence[int]) -> BestFigures:
         optimal_success(generate_map(i, cfg.size, cfg.frozen_prob, cfg.max_turns), cfg.max_turns, cfg.is_slippery)
         for i in game_ids
     ]
-    mean = sum(chances) / len(chances)
-    return BestFigures(mean, mean, "the optimal policy of each map (finite-horizon value iteration)")
+    return BestFigures.averaged(chances, chances, "the optimal policy of each map (finite-horizon value iteration)")
 
 
 def best_sokoban(cfg: EnvConfig, game_ids: Sequence[int]) -> BestFigures:
@@ -62,10 +61,10 @@ def best_sokoban(cfg: EnvConfig, game_ids: Sequence[int]) -> BestFigures:
         return [env.solver_move(slot) or "up" for slot, alive in enumerate(env.active) if alive]
 
     games = collect_trajectories(env, solver, game_ids=list(game_ids))
-    return BestFigures(
-        return_mean=sum(g.episode_return for g in games) / len(games),
-        success_rate=sum(g.success for g in games) / len(games),
-        solver="the exact solver (breadth-first search over player and box positions)",
+    return BestFigures.averaged(
+        [g.episode_return for g in games],
+        [g.success for g in games],
+        "the exact solver (breadth-first search over player and box positions)",
     )
 
 

@@ -17,14 +17,14 @@ Requires the optional ``gymnasium`` package (``pip install -e '.[grid]'``).
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
 
 from archer.config import EnvConfig
 from archer.envs.grid_games.config import FrozenLakeEnvConfig
-from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome
+from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS, GridGameEnv, MoveOutcome, shortest_moves
 from archer.errors import MissingExtraError
 
 _SYMBOLS = {"S": "_", "F": "_", "H": "O", "G": "G"}
@@ -47,23 +47,15 @@ def shortest_path(desc: tuple[str, ...], start: tuple[int, int]) -> list[str] | 
     left, down, right, up, so the path is deterministic.
     """
     rows, cols = len(desc), len(desc[0])
-    parent: dict[tuple[int, int], tuple[tuple[int, int], str] | None] = {start: None}
-    queue = deque([start])
-    while queue:
-        cell = queue.popleft()
-        if desc[cell[0]][cell[1]] == "G":
-            moves: list[str] = []
-            while parent[cell] is not None:
-                cell, move = parent[cell]  # type: ignore[misc]
-                moves.append(move)
-            return moves[::-1]
+
+    def moves(cell: tuple[int, int]) -> Iterator[tuple[str, tuple[int, int]]]:
         for move in DIRECTIONS:
             dr, dc = OFFSETS[move]
-            nxt = (cell[0] + dr, cell[1] + dc)
-            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and nxt not in parent and desc[nxt[0]][nxt[1]] != "H":
-                parent[nxt] = (cell, move)
-                queue.append(nxt)
-    return None
+            row, col = cell[0] + dr, cell[1] + dc
+            if 0 <= row < rows and 0 <= col < cols and desc[row][col] != "H":
+                yield move, (row, col)
+
+    return shortest_moves(start, lambda cell: desc[cell[0]][cell[1]] == "G", moves)
 
 
 @lru_cache(maxsize=4096)
@@ -170,6 +162,8 @@ class FrozenLakeEnv(GridGameEnv):
         seed: seed of the generator that draws maps and slips.
     """
 
+    SETTINGS = (*GridGameEnv.SETTINGS, "size", "frozen_prob", "is_slippery", "num_maps")
+
     def __init__(
         self,
         batch_size: int = 32,
@@ -271,31 +265,8 @@ class FrozenLakeEnv(GridGameEnv):
             self._maps[slot], self.position(slot), self.max_turns - self.turns(slot), self.is_slippery, gamma
         )
 
-    def copy(self, batch_size: int = 1, seed: int | None = None) -> FrozenLakeEnv:
-        return FrozenLakeEnv(
-            batch_size=batch_size,
-            max_turns=self.max_turns,
-            size=self.size,
-            frozen_prob=self.frozen_prob,
-            is_slippery=self.is_slippery,
-            num_maps=self.num_maps,
-            history_length=self.history_length,
-            invalid_action_penalty=self.invalid_action_penalty,
-            seed=seed,
-        )
-
 
 def make_frozen_lake_env(cfg: EnvConfig, seed: int | None = None) -> FrozenLakeEnv:
     """The environment ``cfg`` (a ``FrozenLakeEnvConfig``) describes."""
     assert isinstance(cfg, FrozenLakeEnvConfig)
-    return FrozenLakeEnv(
-        batch_size=cfg.batch_size,
-        max_turns=cfg.max_turns,
-        size=cfg.size,
-        frozen_prob=cfg.frozen_prob,
-        is_slippery=cfg.is_slippery,
-        num_maps=cfg.num_maps,
-        history_length=cfg.history_length,
-        invalid_action_penalty=cfg.invalid_action_penalty,
-        seed=seed,
-    )
+    return FrozenLakeEnv.from_config(cfg, seed)

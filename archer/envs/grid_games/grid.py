@@ -23,15 +23,22 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from archer.envs.base import BatchedTextEnv, StepResult
+from archer.envs.grid_games.config import GridEnvConfig
 
 DIRECTIONS = ("left", "down", "right", "up")
 """Move words, in gymnasium FrozenLake's action order (0 left, 1 down, 2 right, 3 up)."""
 
 OFFSETS: dict[str, tuple[int, int]] = {"left": (0, -1), "down": (1, 0), "right": (0, 1), "up": (-1, 0)}
 """(row, column) change of each move; row 0 is the top of the grid."""
+
+State = TypeVar("State")
+GridEnv = TypeVar("GridEnv", bound="GridGameEnv")
 
 _DIRECTION_WORD = re.compile(r"\b(left|right|up|down)\b", re.IGNORECASE)
 
@@ -40,6 +47,43 @@ def parse_direction(utterance: str) -> str | None:
     """The first direction word in ``utterance``, lower-cased, or None when it has none."""
     match = _DIRECTION_WORD.search(utterance)
     return match.group(1).lower() if match else None
+
+
+def shortest_moves(
+    start: State,
+    is_goal: Callable[[State], bool],
+    moves: Callable[[State], Iterable[tuple[str, State]]],
+    key: Callable[[State], Hashable] = lambda state: state,
+    max_states: int | None = None,
+) -> list[str] | None:
+    """The moves of a shortest path from ``start`` to a state where ``is_goal`` holds (breadth-first search), or
+    None when there is none (or none within ``max_states`` distinct states).
+
+    Args:
+        start: the first state.
+        is_goal: whether a state ends the search.
+        moves: a state's ``(move, next state)`` pairs, in the order they are tried (which makes the answer
+            deterministic).
+        key: what tells states apart (a state seen once is not searched again).
+        max_states: the most distinct states the search may see; None for no bound.
+    """
+    parent: dict[Hashable, tuple[Hashable, str] | None] = {key(start): None}
+    queue = deque([start])
+    while queue and (max_states is None or len(parent) <= max_states):
+        state = queue.popleft()
+        here = key(state)
+        if is_goal(state):
+            path: list[str] = []
+            while (step := parent[here]) is not None:
+                here, move = step
+                path.append(move)
+            return path[::-1]
+        for move, following in moves(state):
+            seen = key(following)
+            if seen not in parent:
+                parent[seen] = (here, move)
+                queue.append(following)
+    return None
 
 
 @dataclass
@@ -69,6 +113,10 @@ class GridGameEnv(BatchedTextEnv):
         invalid_action_penalty: added to the turn's reward when the utterance names no move (e.g. -0.1).
         seed: seed of the generator that draws games (and any randomness of the dynamics).
     """
+
+    #: The constructor's arguments besides ``batch_size`` and ``seed``; each is also an attribute of the environment
+    #: and a field of its config, so ``copy`` and ``from_config`` pass them on by name. A game adds its own.
+    SETTINGS: tuple[str, ...] = ("max_turns", "history_length", "invalid_action_penalty")
 
     def __init__(
         self,
@@ -122,9 +170,14 @@ class GridGameEnv(BatchedTextEnv):
         """The exact ``Q*`` of each move (``DIRECTIONS``) in ``slot`` now, the turns it has left included, under the
         game's rewards discounted by ``gamma``: what a perfect critic would score them."""
 
-    @abstractmethod
-    def copy(self, batch_size: int = 1, seed: int | None = None) -> GridGameEnv:
-        """A new environment with the same settings (and no games started)."""
+    def copy(self: GridEnv, batch_size: int = 1, seed: int | None = None) -> GridEnv:
+        """A new environment with the same settings (``SETTINGS``) and no games started."""
+        return type(self)(batch_size=batch_size, seed=seed, **{name: getattr(self, name) for name in self.SETTINGS})
+
+    @classmethod
+    def from_config(cls: type[GridEnv], cfg: GridEnvConfig, seed: int | None = None) -> GridEnv:
+        """The environment ``cfg`` describes: its ``batch_size`` and its fields named in ``SETTINGS``."""
+        return cls(batch_size=cfg.batch_size, seed=seed, **{name: getattr(cfg, name) for name in cls.SETTINGS})
 
     def _step_reward(self) -> float:
         """Reward every turn gets on top of the move's own (Sokoban's step cost); 0 by default."""

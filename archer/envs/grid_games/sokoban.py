@@ -85,6 +85,8 @@ class SokobanEnv(GridGameEnv):
         seed: seed of the generator that draws rooms.
     """
 
+    SETTINGS = (*GridGameEnv.SETTINGS, "height", "width", "num_boxes", "num_rooms")
+
     def __init__(
         self,
         batch_size: int = 32,
@@ -175,31 +177,8 @@ class SokobanEnv(GridGameEnv):
         """``Q*`` of the four moves in ``slot`` now, with the turns it has left (``move_values``)."""
         return move_values(self._rooms[slot], self.max_turns - self.turns(slot), gamma)
 
-    def copy(self, batch_size: int = 1, seed: int | None = None) -> SokobanEnv:
-        return SokobanEnv(
-            batch_size=batch_size,
-            max_turns=self.max_turns,
-            height=self.height,
-            width=self.width,
-            num_boxes=self.num_boxes,
-            num_rooms=self.num_rooms,
-            history_length=self.history_length,
-            invalid_action_penalty=self.invalid_action_penalty,
-            seed=seed,
-        )
-
 
 def make_sokoban_env(cfg: EnvConfig, seed: int | None = None) -> SokobanEnv:
     """The environment ``cfg`` (a ``SokobanEnvConfig``) describes."""
     assert isinstance(cfg, SokobanEnvConfig)
-    return SokobanEnv(
-        batch_size=cfg.batch_size,
-        max_turns=cfg.max_turns,
-        height=cfg.height,
-        width=cfg.width,
-        num_boxes=cfg.num_boxes,
-        num_rooms=cfg.num_rooms,
-        history_length=cfg.history_length,
-        invalid_action_penalty=cfg.invalid_action_penalty,
-        seed=seed,
-    )
+    return SokobanEnv.from_config(cfg, seed)

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS
+from archer.envs.grid_games.grid import DIRECTIONS, OFFSETS, shortest_moves
 
 Cell = tuple[int, int]
 
@@ -79,25 +79,13 @@ def solve(room: SokobanRoom) -> list[str] | None:
     Breadth-first over (player, boxes); moves are tried in the order left, down, right, up, so the answer is
     deterministic. An already solved room gives ``[]``.
     """
-    start = (room.player, room.boxes)
-    parent: dict[tuple[Cell, frozenset[Cell]], tuple[tuple[Cell, frozenset[Cell]], str] | None] = {start: None}
-    queue = deque([room])
-    while queue and len(parent) <= MAX_SEARCH_STATES:
-        current = queue.popleft()
-        if current.solved:
-            key = (current.player, current.boxes)
-            moves: list[str] = []
-            while parent[key] is not None:
-                key, move = parent[key]  # type: ignore[misc]
-                moves.append(move)
-            return moves[::-1]
-        for move in DIRECTIONS:
-            nxt, _ = current.push(move)
-            key = (nxt.player, nxt.boxes)
-            if key not in parent:
-                parent[key] = ((current.player, current.boxes), move)
-                queue.append(nxt)
-    return None
+    return shortest_moves(
+        room,
+        lambda current: current.solved,
+        lambda current: ((move, current.push(move)[0]) for move in DIRECTIONS),
+        key=lambda current: (current.player, current.boxes),
+        max_states=MAX_SEARCH_STATES,
+    )
 
 
 # Shapes carved around the walk's current cell (gym-sokoban's masks): a cell, a bar of three, a square, an L.

@@ -39,7 +39,7 @@ from archer.config import RunConfig
 from archer.data.json_records import (
     DatasetError,
     dataset_file,
-    read_json_list,
+    read_checked_records,
     require_keys,
     require_lines,
     shorten,
@@ -50,7 +50,7 @@ from archer.envs.guess_my_city.config import GuessMyCityEnvConfig
 from archer.envs.guess_my_city.facts import CITIES, City
 from archer.envs.guess_my_city.questioners import CityQuestioner, make_city_questioner, play_city_game
 from archer.envs.oracles import Oracle
-from archer.envs.question_game import INITIAL_OBSERVATION, PlayedGame, play_scripted_games
+from archer.envs.question_game import INITIAL_OBSERVATION, PlayedGame, play_scripted_games, question_game_rewards
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class CityConversation:
     @property
     def episode_return(self) -> float:
         """-1 per turn, 0 for the last turn of a won game."""
-        return -float(len(self.conversation) - (1 if self.done and self.conversation else 0))
+        return float(sum(question_game_rewards(len(self.conversation), self.done)))
 
 
 def split_utterance(utterance: str) -> tuple[str, str]:
@@ -132,13 +132,7 @@ def load_guess_my_city_dataset(path: str | os.PathLike[str]) -> list[CityConvers
             any record breaks the format; the message names the file, the record and what is wrong.
     """
     path = os.fspath(path)
-    records = read_json_list(
-        path,
-        MISSING_DATASET.format(path=path),
-        "games",
-        DatasetError,
-    )
-    return [_check_record(record, index, path) for index, record in enumerate(records)]
+    return read_checked_records(path, MISSING_DATASET.format(path=path), "games", _check_record, DatasetError)
 
 
 def save_guess_my_city_dataset(conversations: Sequence[CityConversation], path: str | os.PathLike[str]) -> None:
@@ -160,13 +154,10 @@ def conversation_to_trajectory(conversation: CityConversation) -> Trajectory:
         question, answer = split_utterance(utterance)
         actions.append(question)
         observations.append(observations[-1] + f"{question} {answer}\n")
-    rewards = [-1.0] * len(actions)
-    if conversation.done:
-        rewards[-1] = 0.0
     return Trajectory(
         observations=observations,
         actions=actions,
-        rewards=rewards,
+        rewards=question_game_rewards(len(actions), conversation.done),
         terminated=conversation.done,
         truncated=not conversation.done,
         info={"success": conversation.done, "city": conversation.word},

@@ -71,10 +71,10 @@ def best(cfg: EnvConfig, game_ids: Sequence[int]) -> BestFigures:
         raise ValueError(f"exact values need the knowledge-base oracle; env.oracle is {cfg.oracle}")
     values = OptimalValues(word_list(cfg.words), gamma=1.0)
     returns = [values.optimal_return(i, cfg.max_turns) for i in game_ids]
-    return BestFigures(
-        return_mean=sum(returns) / len(returns),
-        success_rate=sum(r > -cfg.max_turns for r in returns) / len(returns),
-        solver="the optimal questioner (exact dynamic programming over the words the answers allow)",
+    return BestFigures.averaged(
+        returns,
+        [r > -cfg.max_turns for r in returns],
+        "the optimal questioner (exact dynamic programming over the words the answers allow)",
     )
 
 

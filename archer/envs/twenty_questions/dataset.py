@@ -31,7 +31,7 @@ from archer.config import RunConfig
 from archer.data.json_records import (
     DatasetError,
     dataset_file,
-    read_json_list,
+    read_checked_records,
     require_keys,
     require_lines,
     shorten,
@@ -39,7 +39,7 @@ from archer.data.json_records import (
 )
 from archer.data.trajectory import Trajectory
 from archer.envs.oracles import NO, YES, Oracle
-from archer.envs.question_game import INITIAL_OBSERVATION, PlayedGame, play_scripted_games
+from archer.envs.question_game import INITIAL_OBSERVATION, PlayedGame, play_scripted_games, question_game_rewards
 from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.envs.twenty_questions.questioners import Questioner, make_questioner, play_game
 from archer.envs.twenty_questions.words import WORDS, Word, word_list
@@ -72,7 +72,7 @@ class Conversation:
     @property
     def episode_return(self) -> float:
         """-1 per line, 0 for the last line of a correct conversation."""
-        return -float(len(self.lines) - (1 if self.correct and self.lines else 0))
+        return float(sum(question_game_rewards(len(self.lines), self.correct)))
 
 
 class OfflineTransition(NamedTuple):
@@ -105,9 +105,9 @@ def conversation_to_transitions(conversation: Conversation) -> list[OfflineTrans
     transitions = []
     observation = INITIAL_OBSERVATION
     last = len(conversation.lines) - 1
-    for position, line in enumerate(conversation.lines):
+    rewards = question_game_rewards(len(conversation.lines), conversation.correct)
+    for position, (line, reward) in enumerate(zip(conversation.lines, rewards, strict=True)):
         next_observation = observation + line + "\n"
-        reward = 0.0 if position == last and conversation.correct else -1.0
         transitions.append(
             OfflineTransition(observation, _question_of(line), reward, next_observation, position == last)
         )
@@ -155,16 +155,16 @@ def load_twenty_questions_dataset(path: str | os.PathLike[str]) -> list[Conversa
             file, the record and what is wrong.
     """
     path = os.fspath(path)
-    records = read_json_list(
+    return read_checked_records(
         path,
         f"{path}: Twenty Questions dataset not found. It is the LMRL-Gym conversation list (JSON) used for SFT "
         "and offline RL (the reference's twenty_questions.json / 20q_train.json). Point the config at your copy, "
         "or generate one with `python -m archer.envs.twenty_questions.dataset --out "
         f"{path} --episodes 100000` (scripted questioners against the knowledge-base oracle).",
         "conversations",
+        _check_record,
         DatasetError,
     )
-    return [_check_record(record, index, path) for index, record in enumerate(records)]
 
 
 def save_twenty_questions_dataset(conversations: Sequence[Conversation], path: str | os.PathLike[str]) -> None:

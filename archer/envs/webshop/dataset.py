@@ -35,9 +35,9 @@ from archer.data.json_records import (
     MAX_OBSERVATION_CHARS,
     DatasetError,
     check_length,
-    read_json_list,
+    read_checked_records,
     require_keys,
-    write_json_list,
+    write_checked_records,
 )
 from archer.data.trajectory import Trajectory
 from archer.envs.webshop.env import (
@@ -215,24 +215,20 @@ def load_webshop_dataset(path: str | os.PathLike[str]) -> list[Episode]:
             the file, the record and the problem).
     """
     path = os.fspath(path)
-    records = read_json_list(
+    return read_checked_records(
         path,
         f"{path}: WebShop dataset not found. Point data.path at a file of recorded games (format in "
         "archer/envs/webshop/dataset.py), set data.path=null to generate one with scripted shoppers, or run "
         f"`python -m archer.envs.webshop.dataset --out {path}`.",
         "episodes",
+        _check_episode,
         WebShopDatasetError,
     )
-    return [_check_episode(record, index, path) for index, record in enumerate(records)]
 
 
 def save_webshop_dataset(episodes: Sequence[Episode], path: str | os.PathLike[str]) -> None:
     """Write ``episodes`` as JSON, one episode per line, atomically (checked before anything is written)."""
-    target = Path(path)
-    records = [asdict(episode) for episode in episodes]
-    for index, record in enumerate(records):
-        _check_episode(record, index, f"{target} (not written)")
-    write_json_list(records, target)
+    write_checked_records([asdict(episode) for episode in episodes], path, _check_episode)
 
 
 def webshop_trajectories(cfg: RunConfig, cache_dir: Path, progress: bool = False) -> list[Trajectory]:
