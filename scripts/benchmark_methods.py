@@ -375,8 +375,9 @@ VOLATILE = (ITERATIONS, "run_dir=", "torch_threads=", "logging.progress_bars=", 
 
 
 def run_identity(command: Sequence[str]) -> list[str]:
-    """What makes a command the same run as another: everything but the ``VOLATILE`` items."""
-    return [item for item in command if not item.startswith(VOLATILE)]
+    """What makes a command the same run as another: everything but the script's path (a run is the same from
+    another checkout of the repository) and the ``VOLATILE`` items."""
+    return [item for item in command[1:] if not item.startswith(VOLATILE)]
 
 
 def execute(spec: RunSpec) -> int:

@@ -234,3 +234,12 @@ def test_task_page_and_summary_from_made_up_runs(
     summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0})
     assert "benchmark_methods.py --summary" in summary
     assert rows[2] in summary and "CPU-hours per task: sokoban 3.0." in summary
+
+
+def test_a_run_folder_is_the_same_run_from_another_checkout_or_with_another_length() -> None:
+    """A run's identity leaves out the script's path, its length, folder, threads, bars and cache: the benchmark finds
+    its finished runs when it runs from another checkout; any other item makes it another run."""
+    command = ["/a/scripts/run.py", "--config-name", "c", "run_dir=/x", "seed=0", "algorithm.num_iterations=40"]
+    moved = ["/b/scripts/run.py", "--config-name", "c", "run_dir=/y", "seed=0", "algorithm.num_iterations=80"]
+    assert bench.run_identity(command) == bench.run_identity(moved) == ["--config-name", "c", "seed=0"]
+    assert bench.run_identity(command) != bench.run_identity([*command[:4], "seed=1", command[5]])
