@@ -347,16 +347,24 @@ def extended(spec: RunSpec, budget: int) -> RunSpec:
 # ---- running ---------------------------------------------------------------------------------------------------
 
 
+# Where the start policy is built (a trainer needs a run folder); its lock is released once it is built.
+PROBE_FOLDER = "start_policy_probe"
+
+
 def build_start_policy(spec: RunSpec, out: Path) -> tuple[float, float]:
     """Build (or find in the cache) the online runs' shared starting policy; returns its wall and CPU seconds.
 
     Building a trainer (``build_trainer``) runs its ``pretrain`` once and caches it, exactly as the runs themselves
     would; doing it here, alone, means parallel runs never race to build it.
     """
+    from archer import locking
     from archer.trainer import build_trainer
 
     start, cpu = time.perf_counter(), time.process_time()
-    build_trainer(spec.config, out / "start_policy_probe")
+    # Another invocation on the same --out (other --methods, side by side) waits for this build and then finds the
+    # start cached; the lock is released once the start is built, not held for the benchmark's life.
+    with locking.turn(out / PROBE_FOLDER, "the starting policy"):
+        build_trainer(spec.config, out / PROBE_FOLDER)
     return time.perf_counter() - start, time.process_time() - cpu
 
 

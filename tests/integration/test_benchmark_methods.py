@@ -57,6 +57,10 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         *(f"--override=offline:{o}" for o in OFFLINE_TINY),
     ]
     assert bench.main(argv) == 0
+    # The start's build leaves its folder free, so another invocation on the same --out can run beside this one.
+    from archer import locking
+
+    assert (out / bench.PROBE_FOLDER).is_dir() and not locking.holds(out / bench.PROBE_FOLDER)
     # The table, plot and CSVs go to --docs; the runs (and the benchmark's own record) stay under --out.
     for name in ("results.md", "runs.csv", "curves.csv", "curves.png"):
         assert (docs / name).stat().st_size > 0, name
