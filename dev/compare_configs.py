@@ -53,6 +53,7 @@ TINY = {
     "algorithm.num_iterations": 2,
     "algorithm.warmup_iters": 1,
     "algorithm.rollout.episodes_per_iter": 4,
+    "algorithm.group_size": 2,  # GRPO and GiGPO: whole groups of identical starts in the 4 games
     "algorithm.critic_steps_per_iter": 2,
     "algorithm.critic_batch_size": 8,
     "algorithm.critic.micro_batch_size": 4,
