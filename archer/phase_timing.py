@@ -343,24 +343,33 @@ def policy_update_floor(
 
 
 def measure_floors(
-    trainer: Any, games: list[Trajectory], critic_states: list[str], actor_states: list[str]
+    trainer: Any, games: list[Trajectory], critic_states: list[str], actor_states: list[str], critic_share: float = 1.0
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Every floor of the module docstring, on the last measured iteration's states, and the rows the updates used
-    (``critic``: states and actions; ``actor``: states and sampled ids)."""
+    (``critic``: states and actions; ``actor``: states and sampled ids).
+
+    ``critic_share`` (0 < share <= 1) times the two critic floors on that share of their work (the first states of
+    the V-target generation, that share of the micro-batches) and scales the seconds up by its inverse: their work
+    is the same call repeated at like shapes, and at the paper's schedule they are most of the floors' time.
+    """
+    if not 0 < critic_share <= 1:
+        raise ValueError(f"critic_share must be in (0, 1], got {critic_share}")
     cfg = trainer.cfg.algorithm
     policy = trainer.policy
     floors = rollout_floors(policy, games, trainer.cfg.env.batch_size)
     batch = getattr(cfg, "generation_batch_size", 32)
     if critic_states:
-        floors["critic_generation"] = bare_generate(policy, policy.encode_prompts(critic_states), batch)
+        shared = critic_states[: max(1, round(len(critic_states) * critic_share))]
+        floors["critic_generation"] = bare_generate(policy, policy.encode_prompts(shared), batch) / critic_share
     rows: dict[str, Any] = {}
     rng = np.random.default_rng(0)
     if getattr(trainer.algorithm, "critic", None) is not None:
+        micro = cfg.critic.micro_batch_size
         samples = cfg.critic_steps_per_iter * cfg.critic_batch_size
-        picked = trainer.buffer.get(rng.integers(0, len(trainer.buffer), size=samples))
-        floors["critic_update"] = critic_floor(
-            trainer.algorithm, picked.observations, picked.actions, cfg.critic.micro_batch_size
-        )
+        timed_samples = max(micro, round(samples * critic_share / micro) * micro)
+        picked = trainer.buffer.get(rng.integers(0, len(trainer.buffer), size=timed_samples))
+        seconds = critic_floor(trainer.algorithm, picked.observations, picked.actions, micro)
+        floors["critic_update"] = seconds * samples / timed_samples
         rows["critic"] = (picked.observations, picked.actions)
     if actor_states:
         prompts = policy.encode_prompts(actor_states)

@@ -131,6 +131,18 @@ def build_trainer(cfg: RunConfig, run_dir: Path | None = None, title: str | None
     return Trainer(cfg, run_dir, starting_policy=starting_policy, title=title)
 
 
+def set_float32_matmul(tf32: bool, device: torch.device) -> str:
+    """Apply ``RunConfig.tf32`` for a run on ``device``; returns torch's float32 matmul precision afterwards.
+
+    Only a CUDA device is changed: on a CPU the same setting may route float32 products through bfloat16 kernels,
+    which the key does not promise. ``False`` restores exact float32, so a run never inherits an earlier run's choice
+    in the same process.
+    """
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    return torch.get_float32_matmul_precision()
+
+
 def run_title(cfg: RunConfig, config_name: str | None = None, env_option: str | None = None) -> str:
     """A run's name, the title of its learning curve: ``archer_20q: archer on twenty_questions_subset (seed 0)``, or
     without the names Hydra knows (a run built in code) ``archer on twenty_questions (seed 0)``.
@@ -216,6 +228,7 @@ class Trainer:
             torch.set_num_threads(cfg.torch_threads)
         self.accelerator = make_accelerator(cfg.process_group_timeout_s)
         self.placement = Placement(self.accelerator, shard_policy=cfg.model.policy.shard == "fsdp")
+        set_float32_matmul(cfg.tf32, self.placement.device)
         transformers.utils.logging.disable_progress_bar()
         self.progress = cfg.logging.progress_bars and self.placement.is_main_process
         self.cache_dir = resolve_cache_dir(cfg.cache_dir)

@@ -112,6 +112,11 @@ class RunConfig:
         cache_dir: where built-in models and generated datasets are cached; ``null`` uses ``$ARCHER_CACHE_DIR``
             or ``~/.cache/archer``.
         torch_threads: CPU threads for torch; ``null`` leaves torch's default.
+        tf32: on a CUDA GPU with TensorFloat-32 tensor cores (Ampere and later), float32 matrix products take their
+            inputs at TF32's 10-bit mantissa and accumulate in float32 (``torch.set_float32_matmul_precision
+            ("high")``): several times faster for float32 networks (the shipped critics and the GPT-2 policy), at
+            about 1e-3 relative error per product. ``false`` (PyTorch's default, and the reference's) keeps exact
+            float32. Ignored on a CPU.
         pretrain: behaviour cloning that builds the starting policy before an RL run (on ``data``, with the same
             env and model). It runs once and is cached under ``cache_dir`` (keyed by everything it depends on), so
             every seed of an RL run starts from the same policy; ``null`` starts from ``model.policy`` as is.
@@ -139,6 +144,7 @@ class RunConfig:
     run_dir: str | None = None
     cache_dir: str | None = None
     torch_threads: int | None = None
+    tf32: bool = False
     pretrain: BCConfig | None = None
     init_from: str | None = None
     prefill_buffer_from_data: bool = False

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache
 
+from archer import locking
 from archer.config import PolicyConfig
 from archer.data.rollout import collect_trajectories
 from archer.models.incremental import IncrementalActor
@@ -84,6 +85,8 @@ def test_a_checkpoint_written_on_the_device_resumes_on_the_cpu(one_iteration: di
     """The run's checkpoint, resumed by a process that sees no GPU: same iteration, same weights."""
     trainer, folder = one_iteration["trainer"], one_iteration["folder"]
     loaded = folder / "loaded_on_cpu.pt"
+    # The run is over: give up its folder, as its process would by exiting, so that the resuming process may claim it.
+    locking.release(folder / "run")
     resume = (
         "import json, sys, torch\n"
         "from archer.trainer import build_trainer\n"
