@@ -62,13 +62,20 @@ from archer.data.replay_buffer import ReplayBuffer
 from archer.data.rollout import ActFn, BatchActor, collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import Placement, make_accelerator
-from archer.envs.registry import make_env, make_oracle
+from archer.envs.registry import GAMES, make_env, make_oracle
 from archer.errors import RunInterrupted
 from archer.evaluation import EvalGames, EvalResult, best_metrics, evaluate, format_metrics, play, play_seeded
 from archer.locking import RUN_FOLDER_BUSY, FolderBusyError
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, save_policy
 from archer.models.policy import LanguagePolicy
+from archer.move_dependence import (
+    MOVE_DEPENDENCE_KEY,
+    MOVE_DEPENDENCE_STATES,
+    first_observations,
+    move_distributions,
+    state_dependence,
+)
 from archer.pretraining import pretrained_policy
 from archer.tracking import CURVE_FILE, METRICS_FILE, Tracker
 from archer.utils import atomic_write_json, make_folder, process_seed, resolve_cache_dir, seed_everything
@@ -245,6 +252,7 @@ class Trainer:
         self.env = make_env(cfg.env, seed=process_seed(cfg.seed, self.placement.process_index), oracle=oracle)
         self.eval_env = make_env(cfg.env, seed=cfg.eval.seed, oracle=oracle)
         self.eval_games = EvalGames.from_config(cfg.eval, self.eval_env.evaluation_pool())
+        self._dependence_states: list[str] | None = None  # move_dependence_metrics' states, read once
 
         # 2. Models and the algorithm that trains them. The main process goes first, so it alone builds and caches
         #    the embedded models; the others then load the cached folders.
@@ -390,7 +398,20 @@ class Trainer:
             model=self.policy.model,
             progress=self.progress,
         )
-        return evaluation.metrics(times=True)
+        return evaluation.metrics(times=True) | self.move_dependence_metrics()
+
+    def move_dependence_metrics(self) -> dict[str, float]:
+        """``eval/move_state_dependence`` (``archer.move_dependence``) at the first states of the first
+        ``MOVE_DEPENDENCE_STATES`` greedy evaluation games, for a game with a fixed move list; empty otherwise."""
+        moves = GAMES[self.cfg.env.name].moves
+        if not moves:
+            return {}
+        if self._dependence_states is None:
+            ids = self.eval_games.greedy[:MOVE_DEPENDENCE_STATES]
+            self._dependence_states = first_observations(self.eval_env, ids)
+        with self.placement.gathered(self.policy.model):
+            distributions = move_distributions(self.policy, self._dependence_states, moves)
+        return {MOVE_DEPENDENCE_KEY: state_dependence(distributions)}
 
     def _process_state(self) -> dict[str, Any]:
         """This process's generators: each process has its own, and all of them go into the checkpoint."""

@@ -67,6 +67,9 @@ class GameSpec:
             ``{history}`` where the observation goes; rendered in the policy tokenizer's chat format.
         best: the best achievable figures over a list of games (an optimal policy or an exact solver); None where
             the game has no exact solution the project can compute.
+        moves: every move of the game, where that is a short fixed list (the grid games' four directions); each
+            evaluation then measures how much the policy's choice among them depends on the state
+            (``archer.move_dependence``). Empty for games whose moves are open text.
     """
 
     name: str
@@ -76,3 +79,4 @@ class GameSpec:
     load_offline: OfflineLoader | None = None
     chat_instructions: Mapping[str, str] = field(default_factory=dict)
     best: BestFn | None = None
+    moves: tuple[str, ...] = ()

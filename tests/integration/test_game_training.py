@@ -67,6 +67,12 @@ def test_archer_two_iterations_train_every_network(name: str, extra: list[str], 
         assert "eval/best_success_rate" not in records[0]
     else:
         assert records[0]["eval/best_success_rate"] == solve(cfg.env, trainer.eval_game_ids).success_rate > 0
+    # The grid games measure how much the move depends on the state at every evaluation; Detective's moves are text.
+    dependence = [r.get("eval/move_state_dependence") for r in records if "eval/return_mean" in r]
+    if GAMES[cfg.env.name].moves:
+        assert len(dependence) >= 2 and all(0 <= d <= 0.75 for d in dependence), dependence
+    else:
+        assert dependence == [None] * len(dependence)
     # Every stored transition is one step of a game of at most env.max_turns=4 steps.
     assert 8 <= records[2]["buffer/transitions"] <= 8 * 4
     assert list((tmp_path / "cache" / "datasets").glob(f"{cfg.env.name}-*.json"))

@@ -11,7 +11,7 @@ Layers, lowest first:
 4. the games: one package per game under ``envs/`` (each ranked here without being listed), their ``GameSpec``
    (``envs.spec``) and the registry of them all (``envs.registry``);
 5. ``models``, the rest of ``data`` (replay buffer, offline dispatch), ``distributed``;
-6. ``algorithms``, ``evaluation``, ``checkpointing``, ``pretraining``;
+6. ``algorithms``, ``evaluation``, ``move_dependence``, ``checkpointing``, ``pretraining``;
 7. ``trainer``, ``preflight`` and ``phase_timing`` (which times a built trainer's phases); 8. ``cli``.
 
 The design's first layering put all of ``data`` above ``envs``; a game package holds its scripted players and
@@ -53,6 +53,7 @@ RANKS = {
     "distributed": 5,
     "algorithms": 6,
     "evaluation": 6,
+    "move_dependence": 6,  # a diagnostic of the policy (models) on an environment's states (envs)
     "checkpointing": 6,
     "pretraining": 6,
     "trainer": 7,

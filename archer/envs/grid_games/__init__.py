@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from archer.config import EnvConfig, RunConfig
 from archer.envs.base import BatchedTextEnv
 from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
+from archer.envs.grid_games.grid import DIRECTIONS
 from archer.envs.oracles import Oracle
 from archer.envs.spec import BestFigures, GameSpec
 
@@ -80,7 +81,13 @@ FROZEN_LAKE = GameSpec(
     build_env=build_frozen_lake,
     load_offline=load_offline,
     best=best_frozen_lake,
+    moves=DIRECTIONS,
 )
 SOKOBAN = GameSpec(
-    name="sokoban", config=SokobanEnvConfig, build_env=build_sokoban, load_offline=load_offline, best=best_sokoban
+    name="sokoban",
+    config=SokobanEnvConfig,
+    build_env=build_sokoban,
+    load_offline=load_offline,
+    best=best_sokoban,
+    moves=DIRECTIONS,
 )
