@@ -30,6 +30,13 @@ from archer.envs.base import BatchedTextEnv
 from archer.envs.registry import GAMES, make_env, make_oracle
 from archer.models.loading import load_policy_model
 from archer.models.policy import LanguagePolicy
+from archer.move_dependence import (
+    MOVE_DEPENDENCE_KEY,
+    MOVE_DEPENDENCE_STATES,
+    first_observations,
+    move_distributions,
+    state_dependence,
+)
 from archer.tracking import BEST_RETURN_KEY, BEST_SUCCESS_KEY
 from archer.utils import atomic_write_json, process_seed, resolve_cache_dir, seed_everything
 
@@ -295,6 +302,10 @@ def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
         progress=cfg.logging.progress_bars,
     )
     metrics = evaluation.metrics()
+    moves = GAMES[cfg.env.name].moves
+    if moves:  # does the policy read the board (archer.move_dependence)
+        states = first_observations(env, games.greedy[:MOVE_DEPENDENCE_STATES])
+        metrics[MOVE_DEPENDENCE_KEY] = state_dependence(move_distributions(policy, states, moves))
     result = evaluation.greedy
     results: dict[str, Any] = {
         "policy": cfg.model.policy.name_or_path,
