@@ -30,13 +30,7 @@ from archer.envs.base import BatchedTextEnv
 from archer.envs.registry import GAMES, make_env, make_oracle
 from archer.models.loading import load_policy_model
 from archer.models.policy import LanguagePolicy
-from archer.move_dependence import (
-    MOVE_DEPENDENCE_KEY,
-    MOVE_DEPENDENCE_STATES,
-    first_observations,
-    move_distributions,
-    state_dependence,
-)
+from archer.move_dependence import MOVE_DEPENDENCE_STATES, first_observations, move_dependence_metrics
 from archer.tracking import BEST_RETURN_KEY, BEST_SUCCESS_KEY
 from archer.utils import atomic_write_json, process_seed, resolve_cache_dir, seed_everything
 
@@ -305,7 +299,7 @@ def evaluate_saved_policy(cfg: RunConfig, run_dir: Path) -> dict[str, float]:
     moves = GAMES[cfg.env.name].moves
     if moves:  # does the policy read the board (archer.move_dependence)
         states = first_observations(env, games.greedy[:MOVE_DEPENDENCE_STATES])
-        metrics[MOVE_DEPENDENCE_KEY] = state_dependence(move_distributions(policy, states, moves))
+        metrics |= move_dependence_metrics(policy, states, moves)
     result = evaluation.greedy
     results: dict[str, Any] = {
         "policy": cfg.model.policy.name_or_path,

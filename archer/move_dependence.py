@@ -1,11 +1,9 @@
 """How much a policy's move depends on the state, for games with a short fixed move list (``GameSpec.moves``).
 
-A policy cloned or trained into ignoring its observation plays the same move distribution in every state: on
-FrozenLake, a start cloned at too high a learning rate put 0.43 on "left" in every map and won 0.227 of the games
-(a blind walker's figure), and no method moved it. Accuracy-like figures cannot tell such a policy from a weak one
-that reads the board; this one can. The figure is the mean total-variation distance between each state's
-distribution over the moves and the mean distribution: 0 for a policy blind to the state, up to 1 - 1/M for one
-that plays a different sure move in each of M-or-more states.
+A policy that ignores its observation plays the same move distribution in every state, however weak or strong that
+distribution is; success rates cannot tell it from a weak policy that reads the board, this figure can. It is the
+mean total-variation distance between each state's distribution over the moves and the mean distribution: 0 for a
+policy blind to the state, up to 1 - 1/M for one that plays a different sure move in each of M-or-more states.
 """
 
 from __future__ import annotations
@@ -58,3 +56,10 @@ def first_observations(env: BatchedTextEnv, game_ids: Sequence[int]) -> list[str
     for start in range(0, len(game_ids), env.batch_size):
         observations.extend(env.reset(game_ids=list(game_ids[start : start + env.batch_size])))
     return observations
+
+
+def move_dependence_metrics(
+    policy: LanguagePolicy, observations: Sequence[str], moves: Sequence[str]
+) -> dict[str, float]:
+    """``{MOVE_DEPENDENCE_KEY: figure}`` of ``policy`` at ``observations`` over ``moves``."""
+    return {MOVE_DEPENDENCE_KEY: state_dependence(move_distributions(policy, observations, moves))}

@@ -69,13 +69,7 @@ from archer.locking import RUN_FOLDER_BUSY, FolderBusyError
 from archer.models.critic import build_critic
 from archer.models.loading import load_policy_model, policy_source, save_policy
 from archer.models.policy import LanguagePolicy
-from archer.move_dependence import (
-    MOVE_DEPENDENCE_KEY,
-    MOVE_DEPENDENCE_STATES,
-    first_observations,
-    move_distributions,
-    state_dependence,
-)
+from archer.move_dependence import MOVE_DEPENDENCE_STATES, first_observations, move_dependence_metrics
 from archer.pretraining import pretrained_policy
 from archer.tracking import CURVE_FILE, METRICS_FILE, Tracker
 from archer.utils import atomic_write_json, make_folder, process_seed, resolve_cache_dir, seed_everything
@@ -410,8 +404,7 @@ class Trainer:
             ids = self.eval_games.greedy[:MOVE_DEPENDENCE_STATES]
             self._dependence_states = first_observations(self.eval_env, ids)
         with self.placement.gathered(self.policy.model):
-            distributions = move_distributions(self.policy, self._dependence_states, moves)
-        return {MOVE_DEPENDENCE_KEY: state_dependence(distributions)}
+            return move_dependence_metrics(self.policy, self._dependence_states, moves)
 
     def _process_state(self) -> dict[str, Any]:
         """This process's generators: each process has its own, and all of them go into the checkpoint."""
