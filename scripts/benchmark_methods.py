@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import math
 import os
@@ -109,7 +110,9 @@ DOCS = SCRIPTS.parent / "docs" / "benchmark"
 SUMMARY = "summary.md"
 
 SIDECAR = "benchmark_run.json"
+STDOUT_LOG = "benchmark_stdout.log"
 METRICS = "metrics.jsonl"
+CHECKPOINT = "checkpoint.pt"
 ITERATIONS = "algorithm.num_iterations="
 
 
@@ -388,17 +391,57 @@ def run_identity(command: Sequence[str]) -> list[str]:
     return [item for item in command[1:] if not item.startswith(VOLATILE)]
 
 
+@functools.lru_cache(maxsize=1024)
+def _checkpoint_fingerprint(path: Path, modified_ns: int) -> str | None:
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # a checkpoint being written, or not one: nothing to say about the run
+        return None
+    return state.get("config_fingerprint") if isinstance(state, dict) else None
+
+
+def recorded_fingerprint(run_dir: Path) -> str | None:
+    """The config fingerprint of the run in ``run_dir``: the one the benchmark recorded when it started the run, else
+    its checkpoint's (runs started before the benchmark recorded it); None when neither is there."""
+    sidecar = load_sidecar(run_dir)
+    if "config_fingerprint" in sidecar:
+        return sidecar["config_fingerprint"]
+    path = run_dir / CHECKPOINT
+    return _checkpoint_fingerprint(path, path.stat().st_mtime_ns) if path.exists() else None
+
+
+def holds_another_config(spec: RunSpec) -> bool:
+    """Whether ``spec.run_dir`` holds a run of the same command whose composed config differs from ``spec``'s (a
+    config file, a default or the start's pretraining changed since): its numbers are not this run's."""
+    recorded = recorded_fingerprint(spec.run_dir)
+    return recorded is not None and recorded != run_fingerprint(spec)
+
+
 def execute(spec: RunSpec) -> int:
-    """Run (or resume, or extend) one run in a subprocess; its output goes to ``benchmark_stdout.log``."""
+    """Run (or resume, or extend) one run in a subprocess; its output goes to ``benchmark_stdout.log``.
+
+    A folder holding a run of another config keeps it, moved into ``previous-<time>/`` (``move_previous_run``), and
+    the run starts over."""
+    from archer.trainer import move_previous_run
+
     spec.run_dir.mkdir(parents=True, exist_ok=True)
+    if holds_another_config(spec):
+        aside = move_previous_run(spec.run_dir) or spec.run_dir
+        for name in (SIDECAR, STDOUT_LOG):
+            if (spec.run_dir / name).exists() and aside != spec.run_dir:
+                os.replace(spec.run_dir / name, aside / name)
+        print(f"{spec.method} seed {spec.seed}: {spec.run_dir} held a run of another config; moved to {aside}")
     command = spec.command()
     sidecar = load_sidecar(spec.run_dir)
-    # Written before the run starts, so a run killed with the benchmark is still known as this command's.
+    # Written before the run starts, so a run killed with the benchmark is still known as this command's and config's.
     sidecar["command"] = command
+    sidecar["config_fingerprint"] = run_fingerprint(spec)
     write_sidecar(spec.run_dir, sidecar)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
-    with open(spec.run_dir / "benchmark_stdout.log", "a", encoding="utf-8") as log:
+    with open(spec.run_dir / STDOUT_LOG, "a", encoding="utf-8") as log:
         process = subprocess.Popen([sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=env)
         # wait4 also gives the run's CPU time: on a shared machine, a better guide than wall time to the wall time
         # the run would take alone on a free core (runs use --torch-threads 1 by default).
@@ -409,7 +452,7 @@ def execute(spec: RunSpec) -> int:
     attempt = {"returncode": returncode, "wall_s": wall, "cpu_s": cpu, "commit": code_commit()}
     sidecar["attempts"].append({**attempt, "games": spec.budget, "versions": library_versions()})
     write_sidecar(spec.run_dir, sidecar)
-    status = "done" if returncode == 0 else f"FAILED (exit {returncode}, see {spec.run_dir}/benchmark_stdout.log)"
+    status = "done" if returncode == 0 else f"FAILED (exit {returncode}, see {spec.run_dir / STDOUT_LOG})"
     print(f"{spec.method} seed {spec.seed} to {spec.budget}: {status} in {wall:.0f} s", flush=True)
     return returncode
 
@@ -485,11 +528,12 @@ class RunResult:
 
 def read_run(spec: RunSpec) -> RunResult:
     """The curve and summary of one run from its folder, up to the spec's iterations (x: env trajectories online,
-    gradient steps offline); nothing when the folder holds another command's run."""
+    gradient steps offline); nothing when the folder holds another command's run or a run of another config."""
     result = RunResult(spec)
     path = spec.run_dir / METRICS
     sidecar = load_sidecar(spec.run_dir)
     foreign = "command" in sidecar and run_identity(sidecar["command"]) != run_identity(spec.command())
+    foreign = foreign or holds_another_config(spec)
     if not path.exists() or foreign:
         return result
     iterations = spec.config.algorithm.num_iterations
@@ -526,7 +570,7 @@ def read_run(spec: RunSpec) -> RunResult:
 
 def dataset_size(spec: RunSpec) -> int | None:
     """Episodes in the offline dataset: the trainer's log line, else ``data.generate_episodes`` for generated data."""
-    for name in ("run.log", "benchmark_stdout.log"):
+    for name in ("run.log", STDOUT_LOG):
         path = spec.run_dir / name
         if path.exists():
             found = re.findall(r"offline dataset: (\d+) episodes", path.read_text(encoding="utf-8", errors="replace"))

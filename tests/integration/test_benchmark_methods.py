@@ -414,6 +414,49 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
             bench.load_archive(path)
 
 
+def test_a_folder_holding_a_run_of_another_config_is_not_read_and_is_moved_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same command, other composed config (a config file or the start's pretraining edited since): the folder's
+    numbers are not the run's, whether the benchmark recorded the config or only the run's checkpoint did; running it
+    keeps the old run's files under ``previous-<time>/`` and starts over."""
+    import torch
+
+    bench = load_script("benchmark_methods.py")
+    argv = ["twenty_questions_strong", "--methods=archer_20q_base", "--seeds=1", f"--out={tmp_path / 'out'}"]
+    spec = bench.plan(bench.parse_args([*argv, f"--docs={tmp_path / 'docs'}"])).specs[0]
+    iterations = spec.config.algorithm.num_iterations
+    spec.run_dir.mkdir(parents=True)
+    records = [{"iteration": i, "env/trajectories": 32 * i, "eval/return_mean": -4.0, "eval/success_rate": 1.0}
+               for i in (0, iterations)]  # fmt: skip
+    (spec.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def sidecar(**fields) -> None:
+        (spec.run_dir / "benchmark_run.json").write_text(json.dumps({"attempts": [], **fields}))
+
+    sidecar(command=spec.command(), config_fingerprint=bench.run_fingerprint(spec))
+    assert bench.read_run(spec).finished
+    sidecar(command=spec.command(), config_fingerprint="0" * 16)
+    assert bench.holds_another_config(spec) and not bench.read_run(spec).curve
+    # A run the benchmark started before it recorded configs: its checkpoint says which config it ran.
+    sidecar(command=spec.command())
+    torch.save({"config_fingerprint": bench.run_fingerprint(spec)}, spec.run_dir / "checkpoint.pt")
+    assert not bench.holds_another_config(spec) and bench.read_run(spec).finished
+    torch.save({"config_fingerprint": "1" * 16}, spec.run_dir / "checkpoint.pt")
+    assert bench.holds_another_config(spec) and not bench.read_run(spec).curve
+
+    # Running it (run.py replaced by a script that only records that it ran) moves the old run aside first.
+    fake = tmp_path / "run.py"
+    fake.write_text("import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran')\n")
+    monkeypatch.setattr(bench.RunSpec, "command", lambda s: [str(fake), str(s.run_dir / "ran.txt")])
+    assert bench.execute(spec) == 0
+    (aside,) = spec.run_dir.glob("previous-*")
+    assert sorted(p.name for p in aside.iterdir()) == ["benchmark_run.json", "checkpoint.pt", "metrics.jsonl"]
+    assert (spec.run_dir / "ran.txt").read_text() == "ran" and not (spec.run_dir / "metrics.jsonl").exists()
+    recorded = json.loads((spec.run_dir / "benchmark_run.json").read_text())
+    assert recorded["config_fingerprint"] == bench.run_fingerprint(spec) and len(recorded["attempts"]) == 1
+
+
 def test_chai_is_also_compared_on_its_reranked_training_games(tmp_path: Path) -> None:
     bench = load_script("benchmark_methods.py")
     argv = [
