@@ -46,12 +46,15 @@ class EvalResult:
         successes: whether each game was won.
         lengths: turns of each game.
         sample_games: a few finished games (final observation and info) to read.
+        repeats: turns of each game whose utterance (stripped) an earlier turn of the same game already said; empty
+            when not counted.
     """
 
     returns: list[float]
     successes: list[bool]
     lengths: list[int]
     sample_games: list[dict] = field(default_factory=list)
+    repeats: list[int] = field(default_factory=list)
 
     @property
     def mean_return(self) -> float:
@@ -78,7 +81,16 @@ class EvalResult:
             f"{prefix}/{kind}success_rate": self.success_rate,
             f"{prefix}/{kind}length_mean": statistics.fmean(self.lengths),
             f"{prefix}/{kind}episodes": float(len(self.returns)),
-        }
+        } | self.repeat_metrics(prefix, kind)
+
+    def repeat_metrics(self, prefix: str = "eval", kind: str = "") -> dict[str, float]:
+        """``{prefix}/{kind}repeated_action_fraction``: the share of all turns that repeat an utterance of their game.
+        In a question game a question asked again can never pay, and a policy stuck on one is what this shows; in the
+        grid games moves repeat by nature. None when ``repeats`` was not counted."""
+        turns = sum(self.lengths)
+        if not self.repeats or not turns:
+            return {}
+        return {f"{prefix}/{kind}repeated_action_fraction": sum(self.repeats) / turns}
 
     @classmethod
     def from_trajectories(cls, trajectories: list[Trajectory], num_samples: int = 5) -> EvalResult:
@@ -87,7 +99,14 @@ class EvalResult:
             successes=[t.success for t in trajectories],
             lengths=[t.length for t in trajectories],
             sample_games=[{"final_observation": t.observations[-1], **t.info} for t in trajectories[:num_samples]],
+            repeats=[repeated_turns(t.actions) for t in trajectories],
         )
+
+
+def repeated_turns(actions: Sequence[str]) -> int:
+    """How many of ``actions`` repeat an earlier one (compared stripped)."""
+    said = [action.strip() for action in actions]
+    return len(said) - len(set(said))
 
 
 def evaluation_game_ids(cfg: EvalConfig, pool: Sequence[int]) -> list[int]:

@@ -1,4 +1,4 @@
-"""The fixed evaluation game lists and the evaluation metrics' names."""
+"""The fixed evaluation game lists, the evaluation metrics' names and the repeated-action count."""
 
 from __future__ import annotations
 
@@ -30,6 +30,32 @@ def test_sampled_metrics_mirror_the_greedy_names() -> None:
     expected = {"return_mean": -4.0, "return_std": 1.0, "success_rate": 0.5, "length_mean": 4.0, "episodes": 2.0}
     assert result.metrics() == pytest.approx({f"eval/{k}": v for k, v in expected.items()})
     assert result.metrics(kind="sampled_") == pytest.approx({f"eval/sampled_{k}": v for k, v in expected.items()})
+
+
+def test_repeated_actions_are_counted_per_game_over_all_turns() -> None:
+    from archer.data.trajectory import Trajectory
+    from archer.evaluation import repeated_turns
+
+    # "banana" twice more after its first asking (spaces aside), "cat" once more: 3 repeats in 6 turns.
+    looping = [
+        "Is it a banana?",
+        "Is it a cat?",
+        " Is it a banana?",
+        "Is it a banana?\n",
+        "Is it a cat?",
+        "Is it red?",
+    ]
+    assert repeated_turns(looping) == 3 and repeated_turns(["a", "b"]) == 0 and repeated_turns([]) == 0
+
+    def game(actions: list[str]) -> Trajectory:
+        n = len(actions)
+        return Trajectory([f"o{i}" for i in range(n + 1)], actions, [-1.0] * n, terminated=True)
+
+    # Repeats are counted within a game only: "Is it red?" in both games repeats nothing. 3 of 6 + 2 turns.
+    result = EvalResult.from_trajectories([game(looping), game(["Is it red?", "Is it a dog?"])])
+    assert result.repeats == [3, 0]
+    assert result.metrics()["eval/repeated_action_fraction"] == pytest.approx(3 / 8)
+    assert result.metrics(kind="sampled_")["eval/sampled_repeated_action_fraction"] == pytest.approx(3 / 8)
 
 
 def test_greedy_evaluation_replays_the_same_slips_every_time() -> None:
