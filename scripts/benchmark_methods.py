@@ -114,6 +114,7 @@ STDOUT_LOG = "benchmark_stdout.log"
 METRICS = "metrics.jsonl"
 CHECKPOINT = "checkpoint.pt"
 ITERATIONS = "algorithm.num_iterations="
+MOVE_DEPENDENCE = "eval/move_state_dependence"
 
 
 # ---- planning --------------------------------------------------------------------------------------------------
@@ -541,14 +542,15 @@ def read_run(spec: RunSpec) -> RunResult:
     for record in records:
         if record.get("eval/return_mean") is not None:
             x = record["env/trajectories"] if spec.kind == "online" else record["iteration"] * spec.per_iter
-            result.curve.append(
-                {
-                    "iteration": record["iteration"],
-                    "x": x,
-                    "return": record["eval/return_mean"],
-                    "success": record["eval/success_rate"],
-                }
-            )
+            point = {
+                "iteration": record["iteration"],
+                "x": x,
+                "return": record["eval/return_mean"],
+                "success": record["eval/success_rate"],
+            }
+            if record.get(MOVE_DEPENDENCE) is not None:  # the grid games': does the policy read the board
+                point["move_state_dependence"] = record[MOVE_DEPENDENCE]
+            result.curve.append(point)
     rollouts = [r["rollout/return_mean"] for r in records if r.get("rollout/return_mean") is not None]
     result.final_rollout_return = rollouts[-1] if rollouts else None
     result.train_s = sum(v for r in records for k, v in r.items() if k.startswith("time/") and v is not None)

@@ -438,9 +438,16 @@ def header(
             if pretrain is not None
             else "`model.policy` (no `pretrain`)"
         )
+        reading = [r.start["move_state_dependence"] for r in online if r.start and "move_state_dependence" in r.start]
         lines.append(
             f"- Start policy of every online run: {built}; greedy {metric} "
-            + (f"{fmt(starts)} (iteration 0 of the online runs)." if starts else "not measured yet.")
+            + (f"{fmt(starts)} (iteration 0 of the online runs)" if starts else "not measured yet")
+            + (
+                f"; move-state dependence {fmt(reading, 3)} (0: the same moves on every board; "
+                "[running.md](../../running.md#does-the-policy-read-the-board))."
+                if reading
+                else "."
+            )
         )
         if figures.level is not None:
             lines.append(

@@ -429,13 +429,15 @@ def test_a_folder_holding_a_run_of_another_config_is_not_read_and_is_moved_aside
     spec.run_dir.mkdir(parents=True)
     records = [{"iteration": i, "env/trajectories": 32 * i, "eval/return_mean": -4.0, "eval/success_rate": 1.0}
                for i in (0, iterations)]  # fmt: skip
+    records[0]["eval/move_state_dependence"] = 0.25  # read into the curve where an evaluation logged it
     (spec.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
     def sidecar(**fields) -> None:
         (spec.run_dir / "benchmark_run.json").write_text(json.dumps({"attempts": [], **fields}))
 
     sidecar(command=spec.command(), config_fingerprint=bench.run_fingerprint(spec))
-    assert bench.read_run(spec).finished
+    read = bench.read_run(spec)
+    assert read.finished and read.start["move_state_dependence"] == 0.25 and "move_state_dependence" not in read.final
     sidecar(command=spec.command(), config_fingerprint="0" * 16)
     assert bench.holds_another_config(spec) and not bench.read_run(spec).curve
     # A run the benchmark started before it recorded configs: its checkpoint says which config it ran.

@@ -154,6 +154,7 @@ def made_up(plan: bench.Plan, method: str, curves: list[list[int]], games: int) 
             {"iteration": i * 128 // spec.per_iter, "x": float(i * 128), "return": v / 8 - 1, "success": v / 8}
             for i, v in enumerate(values)
         ]
+        curve[0]["move_state_dependence"] = 0.125  # the start reads the board a little
         results.append(bench.RunResult(spec, curve=curve, finished=True, cpu_s=1800.0, final_rollout_return=0.5))
     return results
 
@@ -210,7 +211,8 @@ def test_task_page_and_summary_from_made_up_runs(
     assert text == (args.docs / "results.md").read_text()
     # Every room of the 256 is solvable within the turn limit; the start is the runs' iteration 0 (2/8).
     assert "- Best: 1.00 (the exact solver" in text and "over the 256 evaluation games)" in text
-    assert "greedy success rate 0.25 ± 0.00 (iteration 0 of the online runs)" in text
+    start = "greedy success rate 0.25 ± 0.00 (iteration 0 of the online runs); move-state dependence 0.125 ± 0.000"
+    assert start in text
     assert "- Half the gap: 0.62, halfway from the start (0.25) to the best (1.00)." in text  # 0.625
     assert "| games to half the gap | vs archer_recipe | vs archer_paper |" in text
     # The recipe's seed mean reaches 5/8 at 768 games; the paper's never; PPO's at 1,536 (2.0x the recipe's, at most
