@@ -43,6 +43,9 @@ def test_sampled_evaluation_is_logged_and_leaves_training_unchanged(tmp_path: Pa
         assert (SAMPLED_KEYS <= record.keys()) == (record in evaluated) == ("time/sampled_eval_s" in record)
     for record in evaluated:
         assert record["eval/sampled_episodes"] == 8.0
+        # Twenty Questions' repeated questions, in both kinds of play (a share of all turns).
+        assert 0.0 <= record["eval/repeated_action_fraction"] <= 1.0
+        assert 0.0 <= record["eval/sampled_repeated_action_fraction"] <= 1.0
         assert 0.0 <= record["eval/sampled_success_rate"] <= 1.0
         assert -4.0 <= record["eval/sampled_return_mean"] <= 0.0  # tiny games: at most 4 questions of -1
     # The sampled games are never stored: the buffer holds the training games only, as in the run without them.
