@@ -638,9 +638,10 @@ def markdown(
         per_seed = ", ".join(f"s{r.spec.seed}: {r.final[key]:.2f}" for r in done) or "n/a"
         others = [r.final[other_key] for r in done]
         sampled = [r.final_rollout_return for r in done if r.final_rollout_return is not None]
-        walls = [r.wall_s for r in runs if r.wall_s is not None]
-        cpus = [r.cpu_s for r in runs if r.cpu_s is not None]
-        per_game = [r.seconds_per_game for r in runs if r.seconds_per_game is not None]
+        # A run's cost is a finished run's: an unfinished one's partial time counts in the task's total only.
+        walls = [r.wall_s for r in done if r.wall_s is not None]
+        cpus = [r.cpu_s for r in done if r.cpu_s is not None]
+        per_game = [r.seconds_per_game for r in done if r.seconds_per_game is not None]
         if runs[0].spec.kind == "online":
             used = f"{runs[0].spec.budget} env games"
             gap = half_gap_text(gaps[method]) if figures.level is not None else "n/a"

@@ -7,6 +7,7 @@ summary on made-up curves. Nothing here trains."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import benchmark_methods as bench
@@ -236,6 +237,21 @@ def test_task_page_and_summary_from_made_up_runs(
     summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0})
     assert "benchmark_methods.py --summary" in summary
     assert rows[2] in summary and "CPU-hours per task: sokoban 3.0." in summary
+
+
+def test_an_unfinished_runs_time_counts_in_the_total_but_not_in_a_runs_cost(
+    plans: dict[str, tuple[argparse.Namespace, bench.Plan]], tmp_path: Path
+) -> None:
+    args, plan = plans["sokoban"]
+    args = argparse.Namespace(**{**vars(args), "docs": tmp_path / "docs", "out": tmp_path / "out"})
+    finished, stopped = made_up(plan, "archer_recipe", RECIPE_CURVES, 1280)
+    stopped = replace(stopped, curve=stopped.curve[:4], finished=False, cpu_s=600.0, wall_s=700.0)
+    finished = replace(finished, wall_s=2000.0)
+    listed = [s for s in plan.specs if s.method == "archer_recipe"]
+    text = pages.report([finished, stopped], args, {}, bench.Plan(plan.task, listed, plan.reference))
+    # The row's cost is the finished seed's alone (1,800 CPU s, 2,000 wall s), not a mean with the stopped one's.
+    assert "| s0: 0.75 |" in text and "| 2000 | 1800 |" in text
+    assert "- Total: 0.67 CPU-hours" in text  # (1,800 + 600) / 3,600
 
 
 def test_a_run_folder_is_the_same_run_from_another_checkout_or_with_another_length() -> None:
