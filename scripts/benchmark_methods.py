@@ -424,11 +424,17 @@ def execute(spec: RunSpec) -> int:
     """Run (or resume, or extend) one run in a subprocess; its output goes to ``benchmark_stdout.log``.
 
     A folder holding a run of another config keeps it, moved into ``previous-<time>/`` (``move_previous_run``), and
-    the run starts over."""
+    the run starts over; while another process runs in the folder nothing is moved and the run is refused (exit 1)."""
+    from archer import locking
     from archer.trainer import move_previous_run
 
     spec.run_dir.mkdir(parents=True, exist_ok=True)
     if holds_another_config(spec):
+        try:
+            locking.check_free(spec.run_dir, "run folder", locking.RUN_FOLDER_BUSY)
+        except locking.FolderBusyError as busy:
+            print(f"{spec.method} seed {spec.seed}: not run: {busy}", flush=True)
+            return 1
         aside = move_previous_run(spec.run_dir) or spec.run_dir
         for name in (SIDECAR, STDOUT_LOG):
             if (spec.run_dir / name).exists() and aside != spec.run_dir:

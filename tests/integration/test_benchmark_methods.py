@@ -5,6 +5,7 @@ headroom tasks' table, stopping rule and pages: tests/integration/test_benchmark
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import shlex
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 import benchmark_report as pages
 import pytest
 
+from archer.locking import LOCK_FILE
 from tests.conftest import SCRIPTS_DIR, TINY_RUN_OVERRIDES, load_script
 from tests.integration.test_training import ARCHER_TINY
 
@@ -451,6 +453,11 @@ def test_a_folder_holding_a_run_of_another_config_is_not_read_and_is_moved_aside
     fake = tmp_path / "run.py"
     fake.write_text("import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran')\n")
     monkeypatch.setattr(bench.RunSpec, "command", lambda s: [str(fake), str(s.run_dir / "ran.txt")])
+    # Not while another process runs in the folder (its lock held): refused, nothing moved.
+    with open(spec.run_dir / LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert bench.execute(spec) == 1
+    assert (spec.run_dir / "metrics.jsonl").exists() and not list(spec.run_dir.glob("previous-*"))
     assert bench.execute(spec) == 0
     (aside,) = spec.run_dir.glob("previous-*")
     assert sorted(p.name for p in aside.iterdir()) == ["benchmark_run.json", "checkpoint.pt", "metrics.jsonl"]
