@@ -1,0 +1,51 @@
+"""dev/board_signal.py: a linear classifier of the move from the board's one-hot cells, against the moves'
+frequencies, on boards whose move is known."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from board_signal import board_signal, grid_cells, transitions
+
+from archer.data.trajectory import Trajectory
+from archer.envs.grid_games.frozen_lake import FrozenLakeEnv
+
+
+def test_grid_cells_are_read_from_the_observation() -> None:
+    env = FrozenLakeEnv(batch_size=1, max_turns=10, seed=0)
+    observation = env.reset(game_ids=[0])[0]
+    cells = grid_cells(observation)
+    assert len(cells) == 16 and cells.count("P") == 1 and cells.count("G") == 1
+    assert grid_cells("Legend: P player\nGrid:\nP _\n_ G\n") == ["P", "_", "_", "G"]
+
+
+def boards(move_of, count: int = 400, seed: int = 0) -> list[tuple[list[str], str]]:
+    """3x3 boards with the player on a random cell; the move ``move_of(player cell)``."""
+    rng = random.Random(seed)
+    examples = []
+    for _ in range(count):
+        cell = rng.randrange(9)
+        examples.append((["P" if i == cell else "_" for i in range(9)], move_of(cell, rng)))
+    return examples
+
+
+def test_a_move_the_board_decides_is_read_and_a_random_one_is_not() -> None:
+    # The player's column decides the move: left column "right", right column "left", middle "down".
+    decided = board_signal(boards(lambda cell, rng: ["right", "down", "left"][cell % 3]))
+    assert decided["held_out_accuracy"] == 1.0 and decided["held_out_cross_entropy"] < 0.2
+    assert decided["frequency_accuracy"] < 0.5  # three moves about equally often
+    # Moves drawn at random: the board says nothing, and the classifier does no better than the frequencies.
+    noise = board_signal(boards(lambda cell, rng: rng.choice(["left", "right", "up", "down"])))
+    assert noise["held_out_accuracy"] < 0.4
+    assert noise["frequency_cross_entropy"] == pytest.approx(math.log(4), abs=0.05)
+    assert noise["held_out_cross_entropy"] > noise["frequency_cross_entropy"] - 0.05
+    assert decided["train_transitions"] == 320 and decided["held_out_transitions"] == 80
+
+
+def test_transitions_pair_each_board_with_its_move_and_refuse_mixed_sizes() -> None:
+    game = Trajectory(["Grid:\nP _\n", "Grid:\n_ P\n", "Grid:\n_ P\n"], ["right\n", " left"], [0.0, 0.0], True)
+    assert transitions([game]) == [(["P", "_"], "right"), (["_", "P"], "left")]
+    with pytest.raises(ValueError, match="grids of different sizes"):
+        board_signal([(["P", "_"], "left"), (["P"], "right")] * 5)
