@@ -86,7 +86,7 @@ class EvalResult:
     def repeat_metrics(self, prefix: str = "eval", kind: str = "") -> dict[str, float]:
         """``{prefix}/{kind}repeated_action_fraction``: the share of all turns that repeat an utterance of their game.
         In a question game a question asked again can never pay, and a policy stuck on one is what this shows; in the
-        grid games moves repeat by nature. None when ``repeats`` was not counted."""
+        grid games moves repeat by nature. Empty when ``repeats`` was not counted."""
         turns = sum(self.lengths)
         if not self.repeats or not turns:
             return {}
