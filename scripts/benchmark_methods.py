@@ -666,8 +666,28 @@ def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
     return record
 
 
-def update_archive(path: Path, archive: Sequence[dict[str, Any]], results: Sequence[RunResult], out: Path) -> None:
-    """Add (or replace by a run at least as long) every finished run read from its folder; written atomically."""
+def archived_on_policy_factor(path: Path) -> int | None:
+    """The ``--on-policy-factor`` the task's pages were last built with (kept in its archive), or None for an archive
+    written before it was kept, or none at all. ``--summary`` plans each task with it, so that an on-policy run
+    played to that factor's ceiling counts as finished there too."""
+    if not path.exists():
+        return None
+    try:
+        factor = json.loads(path.read_text(encoding="utf-8")).get("on_policy_factor")
+    except (json.JSONDecodeError, AttributeError) as error:
+        raise SystemExit(f"{path}: not a benchmark archive ({error}); fix or delete it") from None
+    return factor if isinstance(factor, int) and factor >= 1 else None
+
+
+def update_archive(
+    path: Path,
+    archive: Sequence[dict[str, Any]],
+    results: Sequence[RunResult],
+    out: Path,
+    on_policy_factor: int | None = None,
+) -> None:
+    """Add (or replace by a run at least as long) every finished run read from its folder, and record the
+    ``--on-policy-factor`` the pages are built with (``archived_on_policy_factor``); written atomically."""
     records = {record_key(r): r for r in archive}
     for result in results:
         if result.finished and not result.archived:
@@ -680,7 +700,8 @@ def update_archive(path: Path, archive: Sequence[dict[str, Any]], results: Seque
     partial = path.with_suffix(".json.tmp")
     # One run per line, so a commit that adds runs shows as added lines.
     lines = ",\n".join(json.dumps(record) for record in ordered)
-    partial.write_text('{"runs": [\n' + lines + "\n]}\n", encoding="utf-8")
+    header = f'"on_policy_factor": {on_policy_factor}, ' if on_policy_factor is not None else ""
+    partial.write_text("{" + header + '"runs": [\n' + lines + "\n]}\n", encoding="utf-8")
     os.replace(partial, path)
 
 
@@ -746,12 +767,15 @@ def write_summary(args: argparse.Namespace) -> int:
     root = args.docs
     rows: list[str] = []
     hours: dict[str, float] = {}
+    factors: dict[str, int] = {}
     for name, task in TASKS.items():
         task_args = copy.copy(args)
         task_args.task = name
         task_args.methods = list(task.method_names)
         task_args.out = (args.out_root / name).resolve()
         task_args.eval_every = args.eval_every_given or task.eval_every
+        task_args.on_policy_factor = archived_on_policy_factor(root / name / ARCHIVE) or args.on_policy_factor
+        factors[name] = task_args.on_policy_factor
         plan_ = plan(task_args)
         archive = load_archive(root / name / ARCHIVE)
         _, results = settle(task, plan_.specs, archive, args.trajectories)
@@ -760,7 +784,7 @@ def write_summary(args: argparse.Namespace) -> int:
         shown_results = [r for r in results if r.spec.definition in task.methods or r.spec.method in ran]
         rows += summary_rows(task, shown_results, task_figures(plan_, shown_results))
         hours[name] = cpu_hours(shown_results, {})
-    text = summary_markdown(rows, args.argv, hours)
+    text = summary_markdown(rows, args.argv, hours, factors)
     root.mkdir(parents=True, exist_ok=True)
     (root / SUMMARY).write_text(text, encoding="utf-8")
     print(text)
@@ -904,7 +928,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info_path.write_text(json.dumps(info, indent=1), encoding="utf-8")
         print(f"benchmark wall time: {info['benchmark_wall_s']:.0f} s", flush=True)
     specs, results = settle(task, specs, archive, args.trajectories)
-    update_archive(archive_path, archive, results, args.out)
+    update_archive(archive_path, archive, results, args.out, args.on_policy_factor)
     # Runs of the stopping level that were only read appear when they exist.
     results = [r for r in results if r.spec.run or r.finished]
     print(report(results, args, info, replace(plan_, specs=specs)))

@@ -812,7 +812,9 @@ def summary_rows(task: Task, results: Sequence[RunResult], figures: Figures) -> 
     return rows
 
 
-def summary_markdown(rows: Sequence[str], argv: Sequence[str], hours: dict[str, float]) -> str:
+def summary_markdown(
+    rows: Sequence[str], argv: Sequence[str], hours: dict[str, float], on_policy_factors: dict[str, int]
+) -> str:
     lines = [
         "# Method benchmark: summary",
         "",
@@ -822,7 +824,10 @@ def summary_markdown(rows: Sequence[str], argv: Sequence[str], hours: dict[str, 
         "Final: the greedy metric at the end of each method's budget, mean ± std over seeds (seeds in brackets). "
         "Games to half the gap: the first evaluation at which the seed-mean curve is halfway from the start to the "
         "best. Ratio: those games over the task's ArCHer recipe's (`archer_recipe`; `archer_20q_base` on "
-        "twenty_questions_strong), > or < where one of the two did not reach it. Online methods only.",
+        "twenty_questions_strong), > or < where one of the two did not reach it. Online methods only. "
+        "The on-policy methods' ceiling, as each task's pages were built (`--on-policy-factor` x the games): "
+        + ", ".join(f"{name} {factor}x" for name, factor in on_policy_factors.items())
+        + ".",
         "",
         "| task | metric | start | best | method | final | games to half the gap | ratio to ArCHer |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

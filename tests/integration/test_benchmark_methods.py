@@ -382,9 +382,12 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     )
     unfinished = bench.RunResult(plain[1], curve=curve[:1], finished=False)
     path = tmp_path / "docs" / "archive.json"
-    bench.update_archive(path, [], [finished, unfinished], tmp_path / "out")
+    assert bench.archived_on_policy_factor(path) is None  # no archive yet
+    bench.update_archive(path, [], [finished, unfinished], tmp_path / "out", on_policy_factor=3)
     archive = bench.load_archive(path)
     assert [(r["method"], r["seed"], r["commit"]) for r in archive] == [("archer_20q_base", 0, "abc")]  # finished only
+    # The factor the pages were built with is kept, for --summary to plan the task with the same ceilings.
+    assert bench.archived_on_policy_factor(path) == 3
 
     served = bench.from_archive(plain[0], archive)
     assert served is not None and served.archived and served.final["return"] == -4.0 and served.cpu_s == 12.5
@@ -410,6 +413,7 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     other = bench.RunResult(changed[1], curve=curve, finished=True)
     bench.update_archive(path, archive, [other], tmp_path / "out")
     assert len(bench.load_archive(path)) == 2
+    assert bench.archived_on_policy_factor(path) is None  # written without a factor, as archives before it was kept
     for broken in ("not json", '{"runs": [{"method": "archer_20q_base", "seed": 0, "overrides": []}]}'):
         path.write_text(broken)
         with pytest.raises(SystemExit, match="not a benchmark archive"):
@@ -533,3 +537,14 @@ def test_command_text_says_where_the_benchmark_was_run(tmp_path: Path) -> None:
     # Folders outside the repository are placeholders named after the folder; inside it, relative paths.
     outside = pages.command_text(["--out", str(tmp_path / "runs"), f"--docs={pages.SCRIPTS.parent / 'docs'}"], None)
     assert outside == "cd scripts && python benchmark_methods.py --out '<runs>' --docs=docs"
+
+
+def test_summary_plans_each_task_with_the_on_policy_factor_its_pages_were_built_with(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    docs = tmp_path / "docs"
+    bench.update_archive(docs / "frozenlake" / bench.ARCHIVE, [], [], tmp_path / "out", on_policy_factor=1)
+    args = bench.parse_args(["--summary", f"--docs={docs}", f"--out={tmp_path / 'out'}", "--on-policy-factor=4"])
+    assert bench.write_summary(args) == 0
+    summary = (docs / bench.SUMMARY).read_text(encoding="utf-8")
+    # frozenlake's archive says 1; the tasks without an archive get the command line's factor.
+    assert "frozenlake 1x" in summary and "sokoban 4x" in summary and "twenty_questions_weak 4x" in summary

@@ -234,8 +234,8 @@ def test_task_page_and_summary_from_made_up_runs(
         "| sokoban | success rate | 0.25 | 1.00 | `archer_recipe` | 0.75 ± 0.00 (2) | 768 | 1.0x |",
         "| sokoban | success rate | 0.25 | 1.00 | `ppo` | 0.88 ± 0.00 (2) | 1536 | 2.0x |",
     ]
-    summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0})
-    assert "benchmark_methods.py --summary" in summary
+    summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1})
+    assert "benchmark_methods.py --summary" in summary and "sokoban 1x." in summary
     assert rows[2] in summary and "CPU-hours per task: sokoban 3.0." in summary
 
 
