@@ -57,7 +57,8 @@ class PolicyConfig:
         use_lora: wrap the model with LoRA adapters (peft); only the adapters train.
         lora_r, lora_alpha, lora_dropout, lora_target_modules: LoRA settings (reference: 16, 32, 0.05, q/k/v/o).
         template: prompt template applied to the observation before generation (``plain`` = the observation as is;
-            ``twenty_questions_chat`` = the reference's Mistral instruction in the tokenizer's chat format).
+            ``twenty_questions_chat`` = the reference's Mistral instruction in the tokenizer's chat format;
+            ``grid_state`` = a grid game's state without its rules and legend, the grid first).
         action_parser: turns the generated text into the action the environment receives (``none`` = unchanged;
             ``json_question`` = the question in an instruct model's ``{"Question": ...}`` answer). The policy
             gradient and the sampled ids are unaffected: they stay the generated tokens.

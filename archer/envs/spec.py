@@ -65,6 +65,7 @@ class GameSpec:
         load_offline: loads or generates the offline dataset; None if the game has none.
         chat_instructions: prompts for instruct models by template name (``model.policy.template``), each with
             ``{history}`` where the observation goes; rendered in the policy tokenizer's chat format.
+        templates: plain prompt templates by name (``model.policy.template``), functions of the observation alone.
         best: the best achievable figures over a list of games (an optimal policy or an exact solver); None where
             the game has no exact solution the project can compute.
         moves: every move of the game, where that is a short fixed list (the grid games' four directions); each
@@ -78,5 +79,6 @@ class GameSpec:
     build_oracle: OracleBuilder | None = None
     load_offline: OfflineLoader | None = None
     chat_instructions: Mapping[str, str] = field(default_factory=dict)
+    templates: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
     best: BestFn | None = None
     moves: tuple[str, ...] = ()

@@ -4,7 +4,7 @@ A template turns an environment observation into the text the policy continues. 
 scoring both apply it, so the policy is trained on exactly the prompts it samples from. Plain templates are
 functions of the observation (``TEMPLATES``); chat templates also need the tokenizer, to use its chat format and
 its special tokens, and are built from it and a game's instruction (``CHAT_INSTRUCTIONS``, which each game's
-``GameSpec`` brings).
+``GameSpec`` brings). A game may bring plain templates too (the grid games' ``grid_state``).
 
 An action parser turns the policy's generated text into the action the environment receives (``ACTION_PARSERS``):
 an instruct model answers in a format ("{"Question": "Is it a dog?"}") from which the question is extracted. The
@@ -30,7 +30,9 @@ def plain(observation: str) -> str:
 
 TEMPLATES: dict[str, Template] = {
     "plain": plain,
+    **{name: template for spec in GAMES.values() for name, template in spec.templates.items()},
 }
+"""Plain templates: ``plain`` and those the games bring (``GameSpec.templates``)."""
 
 
 # ---------------------------------------------------------------------------------------------------- chat prompts

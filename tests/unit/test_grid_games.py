@@ -17,11 +17,12 @@ from archer.envs.checker import check_env
 from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
 from archer.envs.grid_games.frozen_lake import FrozenLakeEnv, generate_map, optimal_success, shortest_path
 from archer.envs.grid_games.frozen_lake import move_values as lake_move_values
-from archer.envs.grid_games.grid import DIRECTIONS, parse_direction, shortest_moves
+from archer.envs.grid_games.grid import DIRECTIONS, grid_state, parse_direction, shortest_moves
 from archer.envs.grid_games.sokoban import SokobanEnv
 from archer.envs.grid_games.sokoban import move_values as room_move_values
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom, generate_room, solve
 from archer.envs.registry import make_env
+from archer.models.templates import get_template
 from tests.conftest import compose_run
 
 needs_gymnasium = pytest.mark.skipif(
@@ -436,3 +437,25 @@ def test_configs_build_their_environments() -> None:
     room = make_env(compose_run("archer_sokoban").env, seed=0)
     assert isinstance(lake, FrozenLakeEnv) and lake.is_slippery and lake.batch_size == 32
     assert isinstance(room, SokobanEnv) and room.num_boxes == 1 and room.max_turns == 10
+
+
+def test_the_grid_state_template_puts_the_grid_first_and_drops_the_rules_and_legend() -> None:
+    env = SokobanEnv(batch_size=1, max_turns=10, seed=0)
+    observation = env.reset(game_ids=[0])[0]
+    observation = env.step(["up"])[0].observation
+    prompt = get_template("grid_state")(observation)
+    lines = prompt.splitlines()
+    rows = observation.partition("Grid:\n")[2].splitlines()
+    assert lines == [
+        "Grid:",
+        *rows,
+        "Recent moves: up" + observation.split("Recent moves: up")[1].split("\n")[0],
+        "Turns left: 9",
+    ]
+    assert prompt.endswith("\n") and "Legend" not in prompt and "push" not in prompt.split("Recent")[0]
+    # Every cell at the same position in every prompt: the grid's text starts the prompt, whatever the history.
+    later = env.step(["left"])[0].observation
+    assert get_template("grid_state")(later).startswith("Grid:\n") and len(rows) == 6
+    assert grid_state("no grid here") == "no grid here"
+    lake = FrozenLakeEnv(batch_size=1, max_turns=10, seed=0).reset(game_ids=[0])[0]
+    assert grid_state(lake) == "Grid:\n" + lake.partition("Grid:\n")[2] + "Recent moves: none\nTurns left: 10\n"

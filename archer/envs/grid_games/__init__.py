@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from archer.config import EnvConfig, RunConfig
 from archer.envs.base import BatchedTextEnv
 from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
-from archer.envs.grid_games.grid import DIRECTIONS
+from archer.envs.grid_games.grid import DIRECTIONS, grid_state
 from archer.envs.oracles import Oracle
 from archer.envs.spec import BestFigures, GameSpec
 
@@ -80,6 +80,7 @@ FROZEN_LAKE = GameSpec(
     config=FrozenLakeEnvConfig,
     build_env=build_frozen_lake,
     load_offline=load_offline,
+    templates={"grid_state": grid_state},
     best=best_frozen_lake,
     moves=DIRECTIONS,
 )
@@ -88,6 +89,7 @@ SOKOBAN = GameSpec(
     config=SokobanEnvConfig,
     build_env=build_sokoban,
     load_offline=load_offline,
+    templates={"grid_state": grid_state},
     best=best_sokoban,
     moves=DIRECTIONS,
 )

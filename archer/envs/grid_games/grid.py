@@ -42,6 +42,26 @@ GridEnv = TypeVar("GridEnv", bound="GridGameEnv")
 
 _DIRECTION_WORD = re.compile(r"\b(left|right|up|down)\b", re.IGNORECASE)
 
+GRID_HEADER = "Grid:\n"
+
+
+def grid_state(observation: str) -> str:
+    """The ``grid_state`` prompt template (``model.policy.template``): the state an observation shows, the grid
+    first, without the rules and the legend.
+
+    Every grid-game observation (``GridGameEnv.observation``) is the rules, the legend, the recent moves, the turns
+    left and the grid, in that order. A policy trained from scratch (the embedded one) cannot read the rules, and
+    their hundred tokens stand before the grid in every prompt: its actor then has to find a few dozen informative
+    tokens among some 150. With the grid first, each cell also sits at the same position in every prompt. The
+    returned text is ``Grid:``, the grid's rows, then the recent-moves and turns-left lines, newline-terminated.
+    An observation in another format is returned unchanged.
+    """
+    head, found, grid = observation.partition(GRID_HEADER)
+    if not found:
+        return observation
+    state = [line for line in head.splitlines() if line.startswith(("Recent moves:", "Turns left:"))]
+    return GRID_HEADER + grid.rstrip("\n") + "\n" + "".join(f"{line}\n" for line in state)
+
 
 def parse_direction(utterance: str) -> str | None:
     """The first direction word in ``utterance``, lower-cased, or None when it has none."""
