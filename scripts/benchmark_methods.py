@@ -535,12 +535,18 @@ class RunResult:
 
 def read_run(spec: RunSpec) -> RunResult:
     """The curve and summary of one run from its folder, up to the spec's iterations (x: env trajectories online,
-    gradient steps offline); nothing when the folder holds another command's run or a run of another config."""
+    gradient steps offline); nothing when the folder holds a run of another config.
+
+    A run is known by the config it composed (``holds_another_config``), however its overrides were spelled: an
+    override that a config file now sets itself changes the command, not the run. Only a folder whose config was
+    never recorded is judged by its command."""
     result = RunResult(spec)
     path = spec.run_dir / METRICS
     sidecar = load_sidecar(spec.run_dir)
-    foreign = "command" in sidecar and run_identity(sidecar["command"]) != run_identity(spec.command())
-    foreign = foreign or holds_another_config(spec)
+    if recorded_fingerprint(spec.run_dir) is not None:
+        foreign = holds_another_config(spec)
+    else:
+        foreign = "command" in sidecar and run_identity(sidecar["command"]) != run_identity(spec.command())
     if not path.exists() or foreign:
         return result
     iterations = spec.config.algorithm.num_iterations
@@ -612,12 +618,13 @@ def load_archive(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def archive_key(method: str, seed: int, overrides: Sequence[str], fingerprint: str) -> tuple[Any, ...]:
-    """What makes two runs the same run: config, seed, overrides and the resolved config's fingerprint (the one a
-    checkpoint must match to resume: run_dir and the run settings compute nothing), so a run is not served from the
-    archive after its config file or the config's defaults changed. The run's length is not part of it: a longer
-    run holds every shorter one (raising ``algorithm.num_iterations`` extends a run)."""
-    return method, seed, tuple(o for o in overrides if not o.startswith(ITERATIONS)), fingerprint
+def archive_key(method: str, seed: int, fingerprint: str) -> tuple[Any, ...]:
+    """What makes two runs the same run: method, seed and the resolved config's fingerprint (the one a checkpoint
+    must match to resume: run_dir and the run settings compute nothing), so a run is not served from the archive
+    after its config file or the config's defaults changed, and is still served when only the spelling of its
+    overrides did. The run's length is not part of it: a longer run holds every shorter one (raising
+    ``algorithm.num_iterations`` extends a run)."""
+    return method, seed, fingerprint
 
 
 def run_fingerprint(spec: RunSpec) -> str:
@@ -628,11 +635,11 @@ def run_fingerprint(spec: RunSpec) -> str:
 
 
 def record_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    return archive_key(record["method"], record["seed"], record["overrides"], record["config_fingerprint"])
+    return archive_key(record["method"], record["seed"], record["config_fingerprint"])
 
 
 def spec_key(spec: RunSpec) -> tuple[Any, ...]:
-    return archive_key(spec.method, spec.seed, spec.overrides, run_fingerprint(spec))
+    return archive_key(spec.method, spec.seed, run_fingerprint(spec))
 
 
 def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult | None:

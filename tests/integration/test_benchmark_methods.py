@@ -394,6 +394,9 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
     assert bench.from_archive(plain[1], archive) is None  # another seed
     changed = specs("--override=archer_20q_base:algorithm.actor_lr=0.5")
     assert bench.from_archive(changed[0], archive) is None  # other overrides: another run
+    # An override that restates the config's own value composes the same config: the same run.
+    restated = specs(f"--override=archer_20q_base:algorithm.actor_lr={plain[0].config.algorithm.actor_lr}")
+    assert restated[0].overrides != plain[0].overrides and bench.from_archive(restated[0], archive) is not None
     # The same overrides on a config whose file or defaults have changed since: another run too.
     edited = [dict(archive[0], config_fingerprint="0" * 16)]
     assert bench.from_archive(plain[0], edited) is None
@@ -446,6 +449,13 @@ def test_a_folder_holding_a_run_of_another_config_is_not_read_and_is_moved_aside
     assert read.finished and read.start["move_state_dependence"] == 0.25 and "move_state_dependence" not in read.final
     sidecar(command=spec.command(), config_fingerprint="0" * 16)
     assert bench.holds_another_config(spec) and not bench.read_run(spec).curve
+    # The same config under another spelling of the command (an override a config file now sets itself): the same
+    # run. A folder whose config was never recorded is judged by its command.
+    respelled = [*spec.command(), f"algorithm.actor_lr={spec.config.algorithm.actor_lr}"]
+    sidecar(command=respelled, config_fingerprint=bench.run_fingerprint(spec))
+    assert bench.read_run(spec).finished
+    sidecar(command=respelled)
+    assert not bench.read_run(spec).curve
     # A run the benchmark started before it recorded configs: its checkpoint says which config it ran.
     sidecar(command=spec.command())
     torch.save({"config_fingerprint": bench.run_fingerprint(spec)}, spec.run_dir / "checkpoint.pt")
