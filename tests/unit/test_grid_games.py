@@ -459,3 +459,22 @@ def test_the_grid_state_template_puts_the_grid_first_and_drops_the_rules_and_leg
     assert grid_state("no grid here") == "no grid here"
     lake = FrozenLakeEnv(batch_size=1, max_turns=10, seed=0).reset(game_ids=[0])[0]
     assert grid_state(lake) == "Grid:\n" + lake.partition("Grid:\n")[2] + "Recent moves: none\nTurns left: 10\n"
+
+
+def test_the_sokoban_configs_share_bc_sokobans_start_on_the_grid_state_prompt() -> None:
+    bc = compose_run("bc_sokoban")
+    cloning = (
+        bc.algorithm.actor_lr,
+        bc.algorithm.pack_episodes,
+        bc.algorithm.num_iterations * bc.algorithm.steps_per_iter,
+    )
+    assert cloning == (3e-4, False, 1200) and bc.model.policy.template == "grid_state"
+    for name in ("archer_sokoban", "grpo_sokoban", "gigpo_sokoban"):
+        cfg = compose_run(name)
+        assert cfg.pretrain is not None and cfg.model.policy.template == "grid_state", name
+        pretrain = cfg.pretrain
+        assert (
+            pretrain.actor_lr,
+            pretrain.pack_episodes,
+            pretrain.num_iterations * pretrain.steps_per_iter,
+        ) == cloning
