@@ -33,9 +33,8 @@ from torch import nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from archer.data.trajectory import Trajectory
+from archer.envs.grid_games.grid import GRID_HEADER
 from archer.utils import resolve_cache_dir
-
-GRID_HEADER = "Grid:\n"
 
 
 def grid_cells(observation: str) -> list[str]:
