@@ -53,6 +53,20 @@ def transitions(trajectories: Sequence[Trajectory]) -> list[tuple[list[str], str
     ]
 
 
+def split(count: int, train_share: float, seed: int) -> tuple[list[int], int]:
+    """The example indices shuffled with ``seed`` and the cut: the first ``cut`` are fitted on, the rest held out.
+
+    Raises:
+        ValueError: ``train_share`` leaves no training or no held-out example.
+    """
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    cut = int(count * train_share)
+    if not 0 < cut < count:
+        raise ValueError(f"train_share {train_share} leaves no training or no held-out transitions")
+    return order, cut
+
+
 def board_signal(
     examples: Sequence[tuple[list[str], str]], train_share: float = 0.8, epochs: int = 200, seed: int = 0
 ) -> dict[str, float]:
@@ -66,11 +80,7 @@ def board_signal(
     shapes = {len(cells) for cells, _ in examples}
     if len(shapes) != 1:
         raise ValueError(f"grids of different sizes ({sorted(shapes)} cells): one board size at a time")
-    order = list(range(len(examples)))
-    random.Random(seed).shuffle(order)
-    cut = int(len(order) * train_share)
-    if not 0 < cut < len(order):
-        raise ValueError(f"train_share {train_share} leaves no training or no held-out transitions")
+    order, cut = split(len(examples), train_share, seed)
     symbols = sorted({cell for cells, _ in examples for cell in cells})
     moves = sorted({move for _, move in examples})
     cell_index = torch.tensor([[symbols.index(c) for c in cells] for cells, _ in examples])
@@ -146,11 +156,7 @@ def policy_signal(
     first_ids = [tokenizer(move, add_special_tokens=False)["input_ids"][0] for move in moves]
     if len(set(first_ids)) != len(moves):
         raise ValueError(f"the moves {moves} do not start with distinct tokens")
-    order = list(range(len(examples)))
-    random.Random(seed).shuffle(order)
-    cut = int(len(order) * train_share)
-    if not 0 < cut < len(order):
-        raise ValueError(f"train_share {train_share} leaves no training or no held-out examples")
+    order, cut = split(len(examples), train_share, seed)
     train = [examples[i] for i in order[:cut]]
     held = [examples[i] for i in order[cut:]]
     tokenizer.padding_side = "left"
