@@ -20,6 +20,7 @@ import torch
 from archer.envs.twenty_questions.optimal import OptimalValues
 from archer.envs.twenty_questions.probe import ProbeState, history_turns
 from archer.models.critic import DoubleCritic
+from archer.models.policy import LanguagePolicy
 
 TIE_TOLERANCE = 1e-9
 """True values closer than this are one value computed along different sums: the same."""
@@ -59,6 +60,29 @@ def pair_values(critic: DoubleCritic, observations: Sequence[str], moves: Sequen
 
 # Scores of moves at one observation: ``score(observation, moves) -> one value per move``.
 MoveScorer = Callable[[str, Sequence[str]], Sequence[float]]
+
+
+def policy_scorer(policy: LanguagePolicy) -> MoveScorer:
+    """Scores moves by the policy's ``log pi(move | observation)`` under the distribution it samples from, so the
+    critic's figures can be read for the actor too: does the policy itself put the wasted move last?"""
+
+    @torch.no_grad()
+    def score(observation: str, moves: Sequence[str]) -> list[float]:
+        was_training = policy.model.training
+        policy.model.eval()
+        try:
+            action_ids = policy.encode_actions(list(moves))
+            logprobs = policy.sequence_logprobs([observation] * len(moves), action_ids, as_sampled=True)
+        finally:
+            policy.model.train(was_training)
+        return logprobs.float().cpu().tolist()
+
+    return score
+
+
+def policy_figures(figures: dict[str, float]) -> dict[str, float]:
+    """``figures`` (``probe/*``, ``optimal/*``) renamed as the policy's: ``policy_probe/*``, ``policy_optimal/*``."""
+    return {f"policy_{key}": value for key, value in figures.items()}
 
 
 def probe_critic(critic: DoubleCritic, states: Sequence[ProbeState]) -> dict[str, float]:

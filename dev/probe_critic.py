@@ -31,6 +31,10 @@ guess scores below every other guess of a word still possible (``probe/repeat_be
 where the most even splitting question scores above the repeat (``probe/split_above_repeat``), the same over every
 splitting question, and the mean gaps.
 
+``--score-policy`` (every task) ranks the same moves by the run's policy as well, its ``log pi(move | state)``
+under the distribution it samples from, and writes the same figures as ``policy_optimal/*`` and
+``policy_probe/*``: when the critic puts a wasted move last and the policy does not, the waste is the actor's.
+
 The options below are Twenty Questions' only.
 
 ``--policy-returns N`` also plays every probe move (the three most even splitting questions standing for all of
@@ -69,12 +73,15 @@ from pathlib import Path
 
 import torch
 from critic_probe import (
+    MoveScorer,
     ValuedState,
     fit_to_move_values,
     move_values,
     optimal_ranking,
     pair_values,
     pairwise_agreement,
+    policy_figures,
+    policy_scorer,
     probe_critic,
     probe_scores,
     twenty_questions_valued,
@@ -126,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--untrained", action="store_true", help="probe the freshly built critic, no checkpoint")
     parser.add_argument("--online", action="store_true", help="probe the online critic instead of the target")
     parser.add_argument("--show", type=int, default=0, help="print every move's score at the first N states")
+    parser.add_argument(
+        "--score-policy",
+        action="store_true",
+        help="also rank the same moves by the run's policy, log pi(move | state) as it samples (policy_probe/*, "
+        "policy_optimal/*): is a wasted move the critic's or the actor's?",
+    )
     parser.add_argument(
         "--policy-returns",
         type=int,
@@ -244,6 +257,10 @@ def _probe_twenty_questions(trainer: Trainer, env: TwentyQuestionsEnv, args: arg
         states = policy_probe_states(trainer, env, args.states, args.seed, args.max_games)
     figures = _probe(trainer, states, args.online, args.show)
     figures.update(_optimal_twenty_questions(trainer, env, states, args.online))
+    if args.score_policy:
+        score = policy_scorer(trainer.algorithm.policy)
+        policy = probe_scores(score, states) | _optimal_twenty_questions(trainer, env, states, args.online, score)
+        figures.update(policy_figures(policy))
     if args.policy_returns:
         # Every splitting question is dozens of moves; the most even splits stand for them.
         states = [replace(state, splitting_questions=state.splitting_questions[:3]) for state in states]
@@ -276,23 +293,28 @@ def _probe_grid(trainer: Trainer, env: GridGameEnv, args: argparse.Namespace) ->
     )
     critic = _target_or_online(trainer, args.online)
     _show_valued(critic, states[: args.show])
-    return optimal_ranking(lambda observation, moves: move_values(critic, observation, moves), states) | {
-        "optimal/games": float(games)
-    }
+    figures = optimal_ranking(lambda observation, moves: move_values(critic, observation, moves), states)
+    if args.score_policy:
+        figures.update(policy_figures(optimal_ranking(policy_scorer(trainer.algorithm.policy), states)))
+    return figures | {"optimal/games": float(games)}
 
 
 def _optimal_twenty_questions(
-    trainer: Trainer, env: TwentyQuestionsEnv, states: list[ProbeState], online: bool
+    trainer: Trainer,
+    env: TwentyQuestionsEnv,
+    states: list[ProbeState],
+    online: bool,
+    score: MoveScorer | None = None,
 ) -> dict[str, float]:
     """``optimal_ranking``'s figures at Twenty Questions' probe states, when the word list is small enough for exact
-    values (none otherwise)."""
+    values (none otherwise); the moves are scored by the critic, or by ``score`` when given."""
     if len(env.words) > MAX_WORDS:
         log.info("exact values need at most %d words (%d here): no optimal/* figures", MAX_WORDS, len(env.words))
         return {}
     values = OptimalValues(env.words, trainer.cfg.algorithm.critic.gamma)
     critic = _target_or_online(trainer, online)
-    valued = twenty_questions_valued(states, values)
-    return optimal_ranking(lambda observation, moves: move_values(critic, observation, moves), valued)
+    scorer = score or (lambda observation, moves: move_values(critic, observation, moves))
+    return optimal_ranking(scorer, twenty_questions_valued(states, values))
 
 
 def _show_valued(critic: DoubleCritic, states: Sequence[ValuedState]) -> None:

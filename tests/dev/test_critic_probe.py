@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -11,7 +12,10 @@ from critic_probe import (
     fit_to_move_values,
     optimal_ranking,
     pairwise_agreement,
+    policy_figures,
+    policy_scorer,
     probe_critic,
+    probe_scores,
     twenty_questions_valued,
 )
 from torch import nn
@@ -32,6 +36,8 @@ from archer.envs.twenty_questions.probe import (
 )
 from archer.envs.twenty_questions.questioners import GreedyQuestioner
 from archer.envs.twenty_questions.words import SUBSET_WORDS
+from archer.models.loading import load_policy_model
+from archer.models.policy import LanguagePolicy
 
 
 @pytest.fixture(scope="module")
@@ -293,3 +299,37 @@ def test_fitting_refuses_bad_arguments() -> None:
         fit_to_move_values(critic, [], lambda batch: [0.0] * len(batch), 1, 1, 0.1, random.Random(0))
     with pytest.raises(ValueError, match="positive"):
         fit_to_move_values(critic, [("h", "A")], lambda batch: [0.0] * len(batch), 0, 1, 0.1, random.Random(0))
+
+
+def test_the_policy_scorer_is_log_pi_of_each_move_as_sampled_and_names_its_figures(
+    tiny_policy_config, model_cache_dir, tiny_corpus
+) -> None:
+    torch.set_num_threads(1)
+    cfg = dataclasses.replace(tiny_policy_config, temperature=0.5, top_k=0, stop_string="\n")
+    model, tokenizer = load_policy_model(cfg, model_cache_dir, lambda: tiny_corpus)
+    policy = LanguagePolicy(model, tokenizer, cfg)
+    observation = "Questions:\nIs it a dog? No.\n"
+    moves = ["Is it a dog?", "Is it alive?"]
+    model.train()
+    scores = policy_scorer(policy)(observation, moves)
+    assert model.training, "the scorer scores in eval mode and gives the model back as it found it"
+    model.eval()
+    # By hand: the prompt's and each move's token ids through the bare model, each next token's log-probability
+    # under the logits divided by the temperature, summed over the move's tokens and its stop string.
+    prompt = tokenizer(observation)["input_ids"]
+    for move, score in zip(moves, scores, strict=True):
+        action = tokenizer(move + "\n", add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + action])).logits[0].double() / 0.5
+        steps = torch.log_softmax(logits[len(prompt) - 1 : -1], dim=-1)
+        assert score == pytest.approx(sum(steps[i, t].item() for i, t in enumerate(action)), abs=1e-4)
+    # The repeat (first move) scored below every other guess in one state of two: the probe's fractions, renamed.
+    state = ProbeState(
+        observation=observation, secret="cat", repeat="a", other_wrong_guesses=("b",), splitting_questions=("c",)
+    )
+    table = {"a": -3.0, "b": -1.0, "c": -2.0}
+    other = dataclasses.replace(state, observation="x")
+    figures = probe_scores(lambda obs, moves: [table[m] if obs != "x" else -table[m] for m in moves], [state, other])
+    named = policy_figures(figures)
+    assert named["policy_probe/repeat_below_all_wrong"] == 0.5 and named["policy_probe/states"] == 2.0
+    assert set(named) == {f"policy_{key}" for key in figures}

@@ -1,6 +1,6 @@
 """dev/probe_critic.py end to end on tiny archer_20q, archer_sokoban and archer_frozenlake runs: the critic's
-figures against exact move values, the policy's Monte Carlo move values and the critic's agreement with them, and
-the refusals."""
+figures against exact move values, the policy's Monte Carlo move values and the critic's agreement with them, the
+policy's own ranking of the moves, and the refusals."""
 
 from __future__ import annotations
 
@@ -42,11 +42,16 @@ def test_probe_script_scores_a_finished_run_and_its_policys_returns(tmp_path: Pa
             "1",
             "--margin",
             "0",
+            "--score-policy",
             "--json",
             str(out),
         ]
     )
     assert figures["probe/states"] == 4 and figures["truth/states"] == 4
+    # The policy's own ranking of the same moves at the same states (log-probabilities, never above 0).
+    assert figures["policy_probe/states"] == 4 and figures["policy_optimal/states"] == 4
+    assert 0.0 <= figures["policy_probe/repeat_below_all_wrong"] <= 1.0
+    assert 0.0 <= figures["policy_optimal/pair_agreement"] <= 1.0
     for key in ("probe/repeat_below_all_wrong", "probe/split_above_repeat", "truth/repeat_below_all_wrong"):
         assert 0.0 <= figures[key] <= 1.0
     # The 10-word subset has exact values: every probe state ranks its repeat strictly below the other guesses.
@@ -182,10 +187,12 @@ def test_probe_script_ranks_a_grid_runs_moves_against_their_exact_values(
         source,
         "--show",
         "1",
+        "--score-policy",
         "--json",
         str(out),
     ]
     figures = probe.main(args)
+    assert figures["policy_optimal/states"] == 6 and 0.0 <= figures["policy_optimal/best_move"] <= 1.0
     # Games are played in batches of env.batch_size=4; each meets a state at least (its start), so two suffice.
     assert figures["optimal/states"] == 6 and figures["optimal/games"] in (4, 8)
     for key in ("optimal/pair_agreement", "optimal/best_move"):
