@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import errno
+import hashlib
 import logging
 import os
 import shlex
@@ -33,9 +35,30 @@ from archer.locking import LOCK_FILE, RUN_FOLDER_BUSY, FolderBusyError, check_fr
 log = logging.getLogger(__name__)
 
 
+RUN_FOLDER_NAME_MAX = 200
+"""Bytes a default run folder's name may take from the overrides (file systems allow 255 per name)."""
+
+
+def run_folder_name(overrides: str) -> str:
+    """The default run folder's name for a run's overrides (Hydra's ``job.override_dirname``).
+
+    The overrides themselves when they fit a file name. A longer set (or one whose path-like values hold a piece
+    that long) keeps its first characters, slashes made underscores, and ends with a digest of the whole set, so
+    the same overrides always name the same folder and a rerun still resumes.
+    """
+    raw = overrides.encode()
+    if all(len(piece) <= RUN_FOLDER_NAME_MAX for piece in raw.split(b"/")):
+        return overrides
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    head = raw.replace(b"/", b"_")[: RUN_FOLDER_NAME_MAX - len(digest) - 1].decode(errors="ignore")
+    return f"{head}-{digest}"
+
+
 def register_configs() -> None:
     """Register every schema with Hydra's ConfigStore: the config layer's (``register_schemas``) and each game's
-    config class as the ``env`` option ``base_<game>`` (the schema ``scripts/config/env/<game>.yaml`` extends)."""
+    config class as the ``env`` option ``base_<game>`` (the schema ``scripts/config/env/<game>.yaml`` extends); and
+    the ``run_folder_name`` resolver the default ``run_dir`` is named with."""
+    OmegaConf.register_new_resolver("run_folder_name", run_folder_name, replace=True)
     store = ConfigStore.instance()
     register_schemas(store)
     for spec in GAMES.values():
@@ -172,6 +195,11 @@ def launch_error_message(error: Exception) -> str | None:
         return None
     if isinstance(cause, FileExistsError | NotADirectoryError):
         return f"error: run_dir: {cause.filename} is a file (or lies under one); give a folder"
+    if cause.errno == errno.ENAMETOOLONG:
+        return (
+            f"error: run_dir: {cause.filename}: a name in it is too long for the file system (at most 255 bytes "
+            "each); give a shorter run_dir"
+        )
     refusal = storage_error(cause)
     return None if refusal is None else f"error: the run folder: {refusal}"
 

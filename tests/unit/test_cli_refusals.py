@@ -189,6 +189,11 @@ def test_hydra_failing_to_set_up_the_run_folder_is_one_line(tmp_path: Path) -> N
     )
     full = OSError(errno.ENOSPC, "No space left on device", str(log_file))
     assert launch_error_message(full).startswith(f"error: the run folder: no space left on device writing {log_file}")
+    too_long = OSError(errno.ENAMETOOLONG, "File name too long", str(tmp_path / ("x" * 300)))
+    assert launch_error_message(too_long) == (
+        f"error: run_dir: {tmp_path / ('x' * 300)}: a name in it is too long for the file system (at most 255 bytes "
+        "each); give a shorter run_dir"
+    )
     assert launch_error_message(ValueError("a bug")) is None and launch_error_message(KeyError("a bug")) is None
 
 

@@ -9,7 +9,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from archer.checkpointing import fingerprint_settings, settings_differences
-from archer.cli import compose_run_config
+from archer.cli import RUN_FOLDER_NAME_MAX, compose_run_config, run_folder_name
 from archer.config import ArcherConfig, ConfigError, ModelConfig, RunConfig
 from tests.conftest import CONFIG_DIR, compose_run
 
@@ -65,6 +65,40 @@ def test_scripts_compose_a_relative_config_folder_with_overrides_as_run_py_does(
     assert isinstance(cfg, RunConfig) and cfg.algorithm.kl_coeff == 0.5 and cfg.run_dir == "unused"
     with pytest.raises(ConfigCompositionException, match="algorithm.kl_coef"):
         compose_run_config("config", "archer_20q", ["run_dir=unused", "algorithm.kl_coef=0.5"])
+
+
+def test_a_default_run_folder_too_long_for_a_file_name_is_cut_and_ends_with_a_digest_of_the_overrides() -> None:
+    short = "algorithm.kl_coeff=0.5,seed=1"
+    assert run_folder_name(short) == short and run_folder_name("") == ""
+    # A path value makes pieces of the name, each of which is short here: kept as it was.
+    assert run_folder_name("cache_dir=/tmp/cache,seed=1") == "cache_dir=/tmp/cache,seed=1"
+    overrides = [f"model.critic.turns.option_number_{i}=true" for i in range(12)]
+    joined = ",".join(overrides)
+    name = run_folder_name(joined)
+    assert len(name.encode()) == RUN_FOLDER_NAME_MAX and "/" not in name
+    assert name.startswith(joined[:150]) and name == run_folder_name(joined)
+    assert run_folder_name(joined.replace("true", "false")) != name
+    # A piece too long between slashes is cut the same way, slashes made underscores.
+    long_path = "cache_dir=/" + "x" * 250 + ",seed=1"
+    assert "/" not in run_folder_name(long_path) and len(run_folder_name(long_path).encode()) == RUN_FOLDER_NAME_MAX
+    # The run folder run.py uses for a long set of overrides: every name in it fits a file system.
+    long_set = [
+        "algorithm.rollout.explore_fraction=0.25",
+        "algorithm.rollout.explore_sources=[repeat,past]",
+        "algorithm.critic.lr=1e-4",
+        "algorithm.critic.tau=0.01",
+        "algorithm.kl_coeff=0.1",
+        "algorithm.bc_coeff=0.3",
+        "model.critic.name_or_path=minilm",
+        "model.critic.pooling=mean",
+        "model.critic.q_input=joint",
+        "model.critic.freeze_encoder=true",
+        "model.critic.history=turns",
+        "model.critic.turns.action_similarity=true",
+    ]
+    run_dir = compose_run_config(CONFIG_DIR, "archer_20q", long_set).run_dir
+    assert run_dir is not None and run_dir.startswith("outputs/archer_20q/algorithm.bc_coeff=0.3,")
+    assert all(len(part.encode()) <= 255 for part in run_dir.split("/"))
 
 
 def test_wrong_type_names_the_key() -> None:
