@@ -903,6 +903,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         attempted: set[tuple[str, int, int]] = set()
         pretrained: Path | None = None
+        game_prefix = ""
         before: set[Path] = set()
         while True:
             specs, results = settle(task, specs, archive, args.trajectories)
@@ -922,12 +923,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             online = [s for s in pending if s.kind == "online"]
             if online and pretrained is None:
                 pretrained = Path(online[0].config.cache_dir or _default_cache()) / "pretrained"
+                # Only this task's game: a cache shared with another task's benchmark gains that task's starts.
+                game_prefix = f"{online[0].config.env.name}-"
                 info["start_policy_s"], info["start_policy_cpu_s"] = build_start_policy(online[0], args.out)
-                before = set(pretrained.iterdir()) if pretrained.exists() else set()
+                before = _starts_of(pretrained, game_prefix)
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
                 failures += sum(code != 0 for code in pool.map(execute, pending))
             attempted |= {(s.method, s.seed, s.budget) for s in pending}
-        after = set(pretrained.iterdir()) if pretrained and pretrained.exists() else set()
+        after = _starts_of(pretrained, game_prefix) if pretrained else set()
         info["new_pretrained_folders_during_runs"] = sorted(str(p) for p in after - before)
         info["benchmark_wall_s"] = time.perf_counter() - start
         info["argv"] = args.argv
@@ -942,6 +945,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png, {ARCHIVE}", flush=True)
     print(f"{task.name}: total {cpu_hours(results, info):.2f} CPU-hours", flush=True)
     return 1 if failures else 0
+
+
+def _starts_of(pretrained: Path, prefix: str) -> set[Path]:
+    """The cached starting policies in ``pretrained`` whose folder names start with ``prefix`` (a game's)."""
+    if not pretrained.exists():
+        return set()
+    return {folder for folder in pretrained.iterdir() if folder.name.startswith(prefix)}
 
 
 def _default_cache() -> str:

@@ -261,3 +261,11 @@ def test_a_run_folder_is_the_same_run_from_another_checkout_or_with_another_leng
     moved = ["/b/scripts/run.py", "--config-name", "c", "run_dir=/y", "seed=0", "algorithm.num_iterations=80"]
     assert bench.run_identity(command) == bench.run_identity(moved) == ["--config-name", "c", "seed=0"]
     assert bench.run_identity(command) != bench.run_identity([*command[:4], "seed=1", command[5]])
+
+
+def test_only_the_tasks_own_game_counts_as_a_start_built_during_the_runs(tmp_path: Path) -> None:
+    # A cache shared with another task's benchmark gains that task's start while this one runs: not a warning here.
+    for name in ("frozenlake-1438c641", "sokoban-7b3710b7", "twenty_questions-065bbef5"):
+        (tmp_path / name).mkdir()
+    assert bench._starts_of(tmp_path, "frozenlake-") == {tmp_path / "frozenlake-1438c641"}
+    assert bench._starts_of(tmp_path / "absent", "sokoban-") == set()
