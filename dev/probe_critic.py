@@ -57,6 +57,14 @@ transition, as TD sees it); ``bootstrapped`` is ``r + gamma max_a' Qbar(s', a')`
 target (TD's bootstrapping, towards optimal play); ``policy`` scores the next state at a sample of the run's
 starting policy instead of its best move (ArCHer's target: the values of that policy). A critic that passes here
 and fails after a run is limited by what its training gives it, not by what it can represent.
+
+On Sokoban and FrozenLake ``--fit-optimal N`` fits the exact values (``--fit-targets exact`` only) of the four moves
+at N positions played as ``--states-from`` says (seed ``--seed`` + 1, none of them a probe position), and adds two
+comparisons: ``fit/train_pair_agreement``, the ranking at the fitted positions themselves (does the critic fit
+what it was shown? ``fit/value_mean`` and ``fit/value_variance`` are those values': a critic that learnt only their
+mean ends at a ``fit/loss`` of twice that variance), and ``readout/*``, the ranking at the probe positions by one
+ridge regression per move (``--readout-penalty``) on the untrained critic's own observation vectors
+(``linear_readout.py``): what those vectors carry linearly, whatever the heads' optimisation makes of it.
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ import argparse
 import logging
 import math
 import random
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -88,6 +97,7 @@ from critic_probe import (
 )
 from devkit import parse_run, run_parser, write_records
 from grid_probe import grid_probe_states
+from linear_readout import per_move_readout
 from tqdm.auto import tqdm
 
 from archer.checkpointing import CHECKPOINT_FILE
@@ -129,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="who plays the probe states: a script (Twenty Questions: 0-2 splitting questions, then a wrong guess; "
         "grid games: the noisy solver of the cloning data) or the run's sampling policy",
     )
-    parser.add_argument("--max-games", type=int, default=2000, help="with --states-from policy: games at most")
+    parser.add_argument("--max-games", type=int, default=2000, help="games played at most to find the states (2000)")
     parser.add_argument("--untrained", action="store_true", help="probe the freshly built critic, no checkpoint")
     parser.add_argument("--online", action="store_true", help="probe the online critic instead of the target")
     parser.add_argument("--show", type=int, default=0, help="print every move's score at the first N states")
@@ -167,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
         "moves per state (0: all of them)",
     )
     parser.add_argument(
+        "--readout-penalty",
+        type=float,
+        default=10.0,
+        help="with --fit-optimal on a grid game: ridge penalty of the linear read-out (10)",
+    )
+    parser.add_argument(
         "--fit-targets",
         choices=("exact", "sampled", "bootstrapped", "policy"),
         default="exact",
@@ -202,10 +218,12 @@ def parse_args(
     if args.fit_sample_once and args.fit_targets != "policy":
         parser.error("--fit-sample-once keeps the policy's samples: only with --fit-targets policy")
     env = probe_env(parser, cfg, args.config_name, args.seed)
-    if isinstance(env, GridGameEnv) and (args.policy_returns or args.fit_optimal):
-        parser.error(
-            f"--policy-returns and --fit-optimal probe Twenty Questions; {args.config_name} plays {cfg.env.name}"
-        )
+    if isinstance(env, GridGameEnv) and args.policy_returns:
+        parser.error(f"--policy-returns probes Twenty Questions; {args.config_name} plays {cfg.env.name}")
+    if isinstance(env, GridGameEnv) and args.fit_optimal and args.fit_targets != "exact":
+        parser.error(f"--fit-targets {args.fit_targets} plays Twenty Questions; on {cfg.env.name} only 'exact'")
+    if args.readout_penalty < 0:
+        parser.error(f"--readout-penalty must be >= 0, got {args.readout_penalty}")
     return args, cfg, env
 
 
@@ -214,7 +232,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         if args.fit_optimal:
             trainer = build_trainer(replace(cfg, resume=False, eval=replace(cfg.eval, every_iters=0)), Path(folder))
-            figures = fit_optimal(trainer, env, args)
+            if isinstance(env, GridGameEnv):
+                figures = fit_optimal_grid(trainer, env, args)
+            else:
+                figures = fit_optimal(trainer, env, args)
             log.info("%s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
             write_records(args.json, figures)
             return figures
@@ -420,6 +441,77 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         optimal_ranking(lambda o, moves: move_values(critic, o, moves), twenty_questions_valued(probe, values))
     )
     return figures | {"fit/loss": loss, "fit/states": float(states), "fit/examples": float(len(examples))}
+
+
+def fit_optimal_grid(trainer: Trainer, env: GridGameEnv, args: argparse.Namespace) -> dict[str, float]:
+    """``--fit-optimal`` on a grid game (module docstring): fit the untrained critic to the exact values of the
+    moves at ``args.fit_optimal`` positions, probe it at ``args.states`` others, and read the same positions out
+    linearly from the untrained critic's observation vectors."""
+    env_cfg = trainer.cfg.env
+    assert isinstance(env_cfg, GridEnvConfig)
+    gamma = trainer.cfg.algorithm.critic.gamma
+    act = None
+    if args.states_from == "policy":
+        torch.manual_seed(args.seed)
+        act = trainer.algorithm.rollout_actor(greedy=False)
+    try:
+        probe, _ = grid_probe_states(env, act, args.states, args.seed, args.max_games, gamma, env_cfg.data_epsilons)
+        drawn, _ = grid_probe_states(
+            env, act, args.fit_optimal + len(probe), args.seed + 1, args.max_games, gamma, env_cfg.data_epsilons
+        )
+    except ValueError as error:
+        raise SystemExit(f"--fit-optimal: {error}; raise --max-games") from error
+    held_out = {state.observation for state in probe}
+    fitted = [state for state in drawn if state.observation not in held_out][: args.fit_optimal]
+    if not fitted:
+        raise SystemExit("--fit-optimal: every position played is a probe position; raise --max-games")
+    rng = random.Random(args.seed)
+    value = {}
+    for state in fitted:
+        moves = list(zip(state.moves, state.values, strict=True))
+        if args.fit_moves:
+            moves = rng.sample(moves, min(args.fit_moves, len(moves)))
+        value.update(((state.observation, move), move_value) for move, move_value in moves)
+    critic = trainer.algorithm.critic
+    critic.eval()
+    with torch.no_grad():
+        observations = [state.observation for state in [*fitted, *probe]]
+        encoded = [critic.embed(observations[i : i + 256]) for i in range(0, len(observations), 256)]
+        vectors = dict(zip(observations, torch.cat(encoded).double().numpy(), strict=True))
+    readout, _ = per_move_readout(vectors, fitted, args.readout_penalty)
+    figures = {f"readout/{key.split('/', 1)[1]}": v for key, v in optimal_ranking(readout, probe).items()}
+
+    def critic_ranking(states: list[ValuedState]) -> dict[str, float]:
+        critic.eval()
+        ranking = optimal_ranking(lambda observation, moves: move_values(critic, observation, moves), states)
+        critic.train()
+        return ranking
+
+    def report(step: int, loss: float) -> None:
+        log.info(
+            "step %d loss %.4f %s", step, loss, " ".join(f"{k}={v:.3f}" for k, v in critic_ranking(probe).items())
+        )
+
+    cfg = trainer.cfg.algorithm
+    log.info("fitting to exact values: %d examples at %d positions; probing %d", len(value), len(fitted), len(probe))
+    loss = fit_to_move_values(
+        critic,
+        list(value),
+        lambda batch: [value[example] for example in batch],
+        args.fit_steps,
+        cfg.critic_batch_size,
+        cfg.critic.lr,
+        rng,
+        args.fit_every,
+        report,
+    )
+    figures.update(critic_ranking(probe))
+    figures["fit/train_pair_agreement"] = critic_ranking(fitted)["optimal/pair_agreement"]
+    targets = list(value.values())
+    # The loss (two heads) of a critic that learnt only the values' mean is twice their variance.
+    figures["fit/value_mean"] = statistics.fmean(targets)
+    figures["fit/value_variance"] = statistics.pvariance(targets)
+    return figures | {"fit/loss": loss, "fit/states": float(len(fitted)), "fit/examples": float(len(value))}
 
 
 def drawn_once(sample_moves: Callable[[list[str]], list[str]]) -> Callable[[list[str]], list[str]]:

@@ -833,6 +833,8 @@ def summary_markdown(
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
-        "CPU-hours per task: " + ", ".join(f"{name} {h:.1f}" for name, h in hours.items()) + ".",
+        "CPU-hours of the runs per task (building each start is counted on the task's own page): "
+        + ", ".join(f"{name} {h:.1f}" for name, h in hours.items())
+        + ".",
     ]
     return "\n".join(lines) + "\n"

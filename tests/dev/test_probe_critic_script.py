@@ -202,6 +202,31 @@ def test_probe_script_ranks_a_grid_runs_moves_against_their_exact_values(
     assert json.loads(out.read_text()) == figures
 
 
+def test_probe_script_fits_an_untrained_grid_critic_to_exact_values_beside_a_linear_readout(tmp_path: Path) -> None:
+    probe = load_dev_script("probe_critic")
+    overrides = [
+        *TINY_RUN_OVERRIDES,
+        f"cache_dir={tmp_path / 'cache'}",
+        *ARCHER_TINY,
+        "pretrain=null",
+        f"run_dir={tmp_path / 'run'}",
+    ]
+    args = ["--config-name", "archer_sokoban", *overrides, "--states", "4", "--fit-optimal", "6", "--fit-steps", "4"]
+    figures = probe.main([*args, "--fit-every", "2"])
+    # The four moves at each of 6 fitted positions, none of them one of the 4 probe positions.
+    assert figures["fit/states"] == 6 and figures["fit/examples"] == 24 and figures["fit/loss"] >= 0.0
+    for prefix in ("optimal", "readout"):
+        assert figures[f"{prefix}/states"] == 4 and 0.0 <= figures[f"{prefix}/pair_agreement"] <= 1.0
+        assert 0.0 < figures[f"{prefix}/best_by_chance"] < 1.0
+    assert 0.0 <= figures["fit/train_pair_agreement"] <= 1.0 and figures["fit/value_variance"] > 0.0
+    assert not (tmp_path / "run").exists()
+    sparse = probe.main([*args, "--fit-moves", "2"])
+    assert sparse["fit/examples"] == 12
+    for wrong in (["--fit-targets", "sampled"], ["--readout-penalty", "-1"]):
+        with pytest.raises(SystemExit):
+            probe.main([*args, *wrong])
+
+
 def test_probe_script_refuses_a_game_without_exact_values_or_a_critic_and_twenty_questions_options() -> None:
     probe = load_dev_script("probe_critic")
     for config, option in (("archer_city", []), ("bc_sokoban", []), ("archer_sokoban", ["--policy-returns", "1"])):

@@ -236,7 +236,11 @@ def test_task_page_and_summary_from_made_up_runs(
     ]
     summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1})
     assert "benchmark_methods.py --summary" in summary and "sokoban 1x." in summary
-    assert rows[2] in summary and "CPU-hours per task: sokoban 3.0." in summary
+    assert (
+        rows[2] in summary
+        and "CPU-hours of the runs per task (building each start is counted on the task's own page): sokoban 3.0."
+        in summary
+    )
 
 
 def test_an_unfinished_runs_time_counts_in_the_total_but_not_in_a_runs_cost(
