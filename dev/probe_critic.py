@@ -421,11 +421,30 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         figures.update(probe_critic(critic, probe))
         log.info("step %d loss %.4f %s", step, loss, " ".join(f"{k}={v:.3f}" for k, v in figures.items()))
 
-    cfg = trainer.cfg.algorithm
     states = min(len(pool), args.fit_optimal)
     log.info("fitting to %s targets: %d examples at %d states", args.fit_targets, len(examples), states)
-    loss = fit_to_move_values(
-        critic,
+    loss = fit_with_run_settings(trainer, args, examples, targets, rng, report, after_step)
+    figures.update(probe_critic(critic, probe))
+    figures.update(
+        optimal_ranking(lambda o, moves: move_values(critic, o, moves), twenty_questions_valued(probe, values))
+    )
+    return figures | {"fit/loss": loss, "fit/states": float(states), "fit/examples": float(len(examples))}
+
+
+def fit_with_run_settings(
+    trainer: Trainer,
+    args: argparse.Namespace,
+    examples: list[tuple[str, str]],
+    targets: Callable[[list[tuple[str, str]]], Sequence[float]],
+    rng: random.Random,
+    report: Callable[[int, float], None],
+    after_step: Callable[[], None] | None = None,
+) -> float:
+    """``fit_to_move_values`` on the run's critic, at its critic batch size and lr, for ``--fit-steps`` steps,
+    reporting every ``--fit-every``; returns the last step's loss."""
+    cfg = trainer.cfg.algorithm
+    return fit_to_move_values(
+        trainer.algorithm.critic,
         examples,
         targets,
         args.fit_steps,
@@ -436,11 +455,6 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         report,
         after_step,
     )
-    figures.update(probe_critic(critic, probe))
-    figures.update(
-        optimal_ranking(lambda o, moves: move_values(critic, o, moves), twenty_questions_valued(probe, values))
-    )
-    return figures | {"fit/loss": loss, "fit/states": float(states), "fit/examples": float(len(examples))}
 
 
 def fit_optimal_grid(trainer: Trainer, env: GridGameEnv, args: argparse.Namespace) -> dict[str, float]:
@@ -492,18 +506,9 @@ def fit_optimal_grid(trainer: Trainer, env: GridGameEnv, args: argparse.Namespac
             "step %d loss %.4f %s", step, loss, " ".join(f"{k}={v:.3f}" for k, v in critic_ranking(probe).items())
         )
 
-    cfg = trainer.cfg.algorithm
     log.info("fitting to exact values: %d examples at %d positions; probing %d", len(value), len(fitted), len(probe))
-    loss = fit_to_move_values(
-        critic,
-        list(value),
-        lambda batch: [value[example] for example in batch],
-        args.fit_steps,
-        cfg.critic_batch_size,
-        cfg.critic.lr,
-        rng,
-        args.fit_every,
-        report,
+    loss = fit_with_run_settings(
+        trainer, args, list(value), lambda batch: [value[example] for example in batch], rng, report
     )
     figures.update(critic_ranking(probe))
     figures["fit/train_pair_agreement"] = critic_ranking(fitted)["optimal/pair_agreement"]
