@@ -17,6 +17,14 @@ the fitting throughput.
 Regressing on observed returns leaves out bootstrapping, so the check measures what the critic's inputs and encoder
 let it learn from this much play: a critic whose held-out advantages do not correlate with the observed ones here
 gives an online actor noise (see ``dev/diagnose_actor.py`` for the actor's side).
+
+On Sokoban and FrozenLake, ``--probe-states N`` also ranks the moves of N positions of the noisy solver's games
+(``grid_probe.grid_probe_states``, seed ``--probe-seed``) against their exact values (``critic_probe.optimal_ranking``)
+and adds to the last record: the fitted critic's ranking (``optimal/*``), the starting policy's (``policy_optimal/*``)
+and ``readout/*``, one ridge regression per move (``linear_readout.examples_readout``) from the untrained critic's
+observation vectors to the same returns the heads were fitted on. The read-out owes nothing to the heads'
+optimisation, so it says how much a run's worth of play tells any critic on those vectors about which move is
+better; ``probe_critic.py --fit-optimal`` gives the same read-out fitted on exact values instead.
 """
 
 from __future__ import annotations
@@ -29,14 +37,19 @@ from typing import Any
 
 import numpy as np
 import torch
+from critic_probe import ValuedState, move_values, optimal_ranking, policy_figures, policy_scorer
 from devkit import parse_run, run_parser, write_records
+from grid_probe import grid_probe_states
+from linear_readout import examples_readout
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import accumulate, clip_and_step
 from archer.config import ArcherConfig
 from archer.data.rollout import collect_trajectories
 from archer.data.trajectory import Trajectory, discounted_returns
-from archer.models.critic import CriticOutput
+from archer.envs.grid_games.config import GridEnvConfig
+from archer.envs.grid_games.grid import GridGameEnv, parse_direction
+from archer.models.critic import CriticOutput, DoubleCritic
 
 log = logging.getLogger("diagnose_critic")
 
@@ -98,22 +111,82 @@ def fit_critic_on_returns(
     return records
 
 
+def returns_readout(
+    critic: DoubleCritic, games: Sequence[Trajectory], gamma: float, probe: Sequence[ValuedState], penalty: float
+) -> dict[str, float]:
+    """``readout/*``: the ranking at ``probe`` of one ridge fit per move from ``critic``'s observation vectors to the
+    discounted returns that followed the moves of ``games`` (a move naming no direction is left out)."""
+    examples = []
+    for observation, action, ret in moves_with_returns(games, gamma):
+        direction = parse_direction(action)
+        if direction is not None:
+            examples.append((observation, direction, ret))
+    if not examples:
+        raise ValueError("no move of the fitted games names a direction")
+    observations = list(dict.fromkeys([*(e[0] for e in examples), *(state.observation for state in probe)]))
+    was_training = critic.training
+    critic.eval()
+    with torch.no_grad():
+        encoded = [critic.embed(observations[i : i + 256]) for i in range(0, len(observations), 256)]
+    critic.train(was_training)
+    vectors = dict(zip(observations, torch.cat(encoded).double().cpu().numpy(), strict=True))
+    score, _ = examples_readout(vectors, examples, penalty)
+    figures = {f"readout/{key.split('/', 1)[1]}": value for key, value in optimal_ranking(score, probe).items()}
+    return figures | {"readout/examples": float(len(examples))}
+
+
 def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
     parser = run_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=400, help="games the sampling policy plays (400)")
     parser.add_argument("--holdout", type=int, default=100, help="of those, the last N are only scored (100)")
     parser.add_argument("--steps", type=int, default=1000, help="critic steps on the other games' moves (1000)")
     parser.add_argument("--eval-every", type=int, default=100, help="score the held-out games every N steps (100)")
+    parser.add_argument(
+        "--probe-states",
+        type=int,
+        default=0,
+        help="Sokoban, FrozenLake: also rank the moves of N noisy-solver positions against their exact values, by "
+        "the fitted critic, the policy and a linear read-out of the returns (0: off)",
+    )
+    parser.add_argument("--probe-seed", type=int, default=0, help="with --probe-states: seed of its games (0)")
+    parser.add_argument(
+        "--max-games", type=int, default=5000, help="with --probe-states: games played at most to find them (5000)"
+    )
+    parser.add_argument(
+        "--readout-penalty", type=float, default=10.0, help="with --probe-states: the read-out's ridge penalty (10)"
+    )
     args, cfg = parse_run(parser, argv)
     if not 0 < args.holdout < args.games:
         parser.error(f"--holdout must be between 1 and --games - 1 ({args.games - 1}), got {args.holdout}")
+    if args.probe_states < 0 or args.readout_penalty < 0:
+        parser.error("--probe-states and --readout-penalty must be >= 0")
+    if args.probe_states and not isinstance(cfg.env, GridEnvConfig):
+        parser.error(f"--probe-states: exact move values exist for Sokoban and FrozenLake only, not {cfg.env.name}")
     from archer.trainer import build_trainer
 
     if not isinstance(cfg.algorithm, ArcherConfig):
         parser.error(f"--config-name {args.config_name}: needs an online utterance-level critic (archer_*, chai_*)")
     trainer = build_trainer(cfg)
     games = collect_trajectories(trainer.env, trainer.algorithm.rollout_actor(greedy=False), args.games)
+    figures: dict[str, float] = {}
+    if args.probe_states:
+        env = trainer.env
+        assert isinstance(env, GridGameEnv) and isinstance(cfg.env, GridEnvConfig)
+        gamma = cfg.algorithm.critic.gamma
+        try:
+            probe, _ = grid_probe_states(
+                env, None, args.probe_states, args.probe_seed, args.max_games, gamma, cfg.env.data_epsilons
+            )
+        except ValueError as error:
+            raise SystemExit(f"--probe-states: {error}; raise --max-games") from error
+        figures = returns_readout(trainer.algorithm.critic, games[: -args.holdout], gamma, probe, args.readout_penalty)
+        figures |= policy_figures(optimal_ranking(policy_scorer(trainer.algorithm.policy), probe))
     records = fit_critic_on_returns(trainer, games, args.holdout, args.steps, args.eval_every)
+    if args.probe_states:
+        critic = trainer.algorithm.critic
+        figures |= optimal_ranking(lambda observation, moves: move_values(critic, observation, moves), probe)
+        records[-1].update(figures)
+        log.info("probe: %s", " ".join(f"{key}={value:.3f}" for key, value in figures.items()))
     write_records(args.json, records)
     return records
 

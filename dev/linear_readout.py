@@ -57,31 +57,50 @@ def fit_ridge(rows: np.ndarray, targets: np.ndarray, penalty: float) -> RidgeFit
 def per_move_readout(
     vectors: dict[str, np.ndarray], states: Sequence[ValuedState], penalty: float
 ) -> tuple[MoveScorer, int]:
-    """One ridge fit per move, from each state's observation vector to that move's exact value.
-
-    Args:
-        vectors: observation -> its (D,) vector; every state's observation must be there, and so must any
-            observation the returned scorer is asked about.
-        states: the fitted states and their moves' true values.
-        penalty: the ridge penalty.
-
-    Returns:
-        A scorer of (observation, moves) and the number of moves fitted; a move never fitted scores the lowest value
-        seen in the fit (so it is never preferred).
+    """One ridge fit per move, from each state's observation vector to that move's exact value
+    (``examples_readout`` on every (state, move) pair).
 
     Raises:
         ValueError: no states.
     """
     if not states:
         raise ValueError("a read-out needs at least one fitted state")
+    examples = [
+        (state.observation, move, value)
+        for state in states
+        for move, value in zip(state.moves, state.values, strict=True)
+    ]
+    return examples_readout(vectors, examples, penalty)
+
+
+def examples_readout(
+    vectors: dict[str, np.ndarray], examples: Sequence[tuple[str, str, float]], penalty: float
+) -> tuple[MoveScorer, int]:
+    """One ridge fit per move, from the observation vector to the target of each ``(observation, move, target)``
+    example: exact values, or the returns that followed the moves in played games.
+
+    Args:
+        vectors: observation -> its (D,) vector; every example's observation must be there, and so must any
+            observation the returned scorer is asked about.
+        examples: the fitted (observation, move, target) triples.
+        penalty: the ridge penalty.
+
+    Returns:
+        A scorer of (observation, moves) and the number of moves fitted; a move never fitted scores the lowest target
+        seen in the fit (so it is never preferred).
+
+    Raises:
+        ValueError: no examples.
+    """
+    if not examples:
+        raise ValueError("a read-out needs at least one fitted example")
     by_move: dict[str, tuple[list[np.ndarray], list[float]]] = {}
-    for state in states:
-        for move, value in zip(state.moves, state.values, strict=True):
-            rows, targets = by_move.setdefault(move, ([], []))
-            rows.append(vectors[state.observation])
-            targets.append(value)
+    for observation, move, target in examples:
+        rows, targets = by_move.setdefault(move, ([], []))
+        rows.append(vectors[observation])
+        targets.append(target)
     fits = {move: fit_ridge(np.stack(rows), np.array(targets), penalty) for move, (rows, targets) in by_move.items()}
-    floor = min(min(state.values) for state in states)
+    floor = min(target for _, _, target in examples)
 
     def score(observation: str, moves: Sequence[str]) -> list[float]:
         row = vectors[observation][None, :]

@@ -49,3 +49,16 @@ def test_per_move_readout_ranks_moves_whose_values_depend_on_the_state_in_opposi
     assert score("s0.9", ["up"]) == [0.0]
     with pytest.raises(ValueError, match="at least one"):
         readout.per_move_readout(vectors, [], 1.0)
+
+
+def test_examples_readout_averages_the_returns_seen_at_one_vector_and_floors_unseen_moves() -> None:
+    # "left" at vector 0 returned 1 and 3 (mean 2), at vector 1 returned 5: with no penalty the fit passes through
+    # both means. "right" returned 4 once and reads 4 everywhere; "up" was never taken and reads the lowest return.
+    vectors = {"a": np.array([0.0]), "b": np.array([1.0])}
+    examples = [("a", "left", 1.0), ("a", "left", 3.0), ("b", "left", 5.0), ("b", "right", 4.0)]
+    score, moves = readout.examples_readout(vectors, examples, 0.0)
+    assert moves == 2
+    np.testing.assert_allclose(score("a", ["left", "right", "up"]), [2.0, 4.0, 1.0], atol=1e-9)
+    np.testing.assert_allclose(score("b", ["left", "right"]), [5.0, 4.0], atol=1e-9)
+    with pytest.raises(ValueError, match="at least one"):
+        readout.examples_readout(vectors, [], 1.0)
