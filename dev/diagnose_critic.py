@@ -115,7 +115,8 @@ def returns_readout(
     critic: DoubleCritic, games: Sequence[Trajectory], gamma: float, probe: Sequence[ValuedState], penalty: float
 ) -> dict[str, float]:
     """``readout/*``: the ranking at ``probe`` of one ridge fit per move from ``critic``'s observation vectors to the
-    discounted returns that followed the moves of ``games`` (a move naming no direction is left out)."""
+    discounted returns that followed the moves of ``games`` (a move naming no direction is left out), with the
+    number of moves fitted (``readout/examples``) and of distinct observations among them (``readout/positions``)."""
     examples = []
     for observation, action, ret in moves_with_returns(games, gamma):
         direction = parse_direction(action)
@@ -132,7 +133,8 @@ def returns_readout(
     vectors = dict(zip(observations, torch.cat(encoded).double().cpu().numpy(), strict=True))
     score, _ = examples_readout(vectors, examples, penalty)
     figures = {f"readout/{key.split('/', 1)[1]}": value for key, value in optimal_ranking(score, probe).items()}
-    return figures | {"readout/examples": float(len(examples))}
+    positions = len({observation for observation, _, _ in examples})
+    return figures | {"readout/examples": float(len(examples)), "readout/positions": float(positions)}
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:

@@ -102,7 +102,7 @@ def test_the_readout_of_returns_fits_each_direction_on_the_returns_that_followed
     # (left above up is a tie in the read-out: not agreeing).
     probe = [critic_probe.ValuedState("s", ("left", "right", "up"), (1.0, 0.5, 0.0))]
     figures = diagnose.returns_readout(_LengthCritic(), games, 0.5, probe, penalty=0.0)
-    assert figures["readout/examples"] == 2.0
+    assert figures["readout/examples"] == 2.0 and figures["readout/positions"] == 2.0
     assert figures["readout/pair_agreement"] == pytest.approx(1 / 3)
     assert figures["readout/best_move"] == 0.0 and figures["readout/states"] == 1.0
     with pytest.raises(ValueError, match="names a direction"):
