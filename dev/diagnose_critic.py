@@ -40,7 +40,7 @@ import torch
 from critic_probe import ValuedState, move_values, optimal_ranking, policy_figures, policy_scorer
 from devkit import parse_run, run_parser, write_records
 from grid_probe import grid_probe_states
-from linear_readout import examples_readout
+from linear_readout import examples_readout, observation_vectors
 from tqdm.auto import tqdm
 
 from archer.algorithms.accumulation import accumulate, clip_and_step
@@ -124,13 +124,7 @@ def returns_readout(
             examples.append((observation, direction, ret))
     if not examples:
         raise ValueError("no move of the fitted games names a direction")
-    observations = list(dict.fromkeys([*(e[0] for e in examples), *(state.observation for state in probe)]))
-    was_training = critic.training
-    critic.eval()
-    with torch.no_grad():
-        encoded = [critic.embed(observations[i : i + 256]) for i in range(0, len(observations), 256)]
-    critic.train(was_training)
-    vectors = dict(zip(observations, torch.cat(encoded).double().cpu().numpy(), strict=True))
+    vectors = observation_vectors(critic, [*(e[0] for e in examples), *(state.observation for state in probe)])
     score, _ = examples_readout(vectors, examples, penalty)
     figures = {f"readout/{key.split('/', 1)[1]}": value for key, value in optimal_ranking(score, probe).items()}
     positions = len({observation for observation, _, _ in examples})

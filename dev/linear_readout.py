@@ -13,7 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from critic_probe import MoveScorer, ValuedState
+
+from archer.models.critic import DoubleCritic
 
 
 @dataclass(frozen=True)
@@ -107,3 +110,17 @@ def examples_readout(
         return [float(fits[move].predict(row)[0]) if move in fits else floor for move in moves]
 
     return score, len(fits)
+
+
+def observation_vectors(critic: DoubleCritic, observations: Sequence[str]) -> dict[str, np.ndarray]:
+    """``critic.embed`` of each distinct observation, in eval mode and batches of 256, as float64 arrays for a
+    read-out; the critic's training mode is left as it was."""
+    distinct = list(dict.fromkeys(observations))
+    was_training = critic.training
+    critic.eval()
+    try:
+        with torch.no_grad():
+            encoded = [critic.embed(distinct[i : i + 256]) for i in range(0, len(distinct), 256)]
+    finally:
+        critic.train(was_training)
+    return dict(zip(distinct, torch.cat(encoded).double().cpu().numpy(), strict=True))

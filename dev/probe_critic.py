@@ -97,7 +97,7 @@ from critic_probe import (
 )
 from devkit import parse_run, run_parser, write_records
 from grid_probe import grid_probe_states
-from linear_readout import per_move_readout
+from linear_readout import observation_vectors, per_move_readout
 from tqdm.auto import tqdm
 
 from archer.checkpointing import CHECKPOINT_FILE
@@ -487,11 +487,7 @@ def fit_optimal_grid(trainer: Trainer, env: GridGameEnv, args: argparse.Namespac
             moves = rng.sample(moves, min(args.fit_moves, len(moves)))
         value.update(((state.observation, move), move_value) for move, move_value in moves)
     critic = trainer.algorithm.critic
-    critic.eval()
-    with torch.no_grad():
-        observations = [state.observation for state in [*fitted, *probe]]
-        encoded = [critic.embed(observations[i : i + 256]) for i in range(0, len(observations), 256)]
-        vectors = dict(zip(observations, torch.cat(encoded).double().numpy(), strict=True))
+    vectors = observation_vectors(critic, [state.observation for state in [*fitted, *probe]])
     readout, _ = per_move_readout(vectors, fitted, args.readout_penalty)
     figures = {f"readout/{key.split('/', 1)[1]}": v for key, v in optimal_ranking(readout, probe).items()}
 
