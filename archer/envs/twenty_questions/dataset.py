@@ -22,7 +22,7 @@ import argparse
 import logging
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -184,6 +184,7 @@ def generate_twenty_questions_dataset(
     skill_mix: Sequence[tuple[float, float]] = DEFAULT_SKILL_MIX,
     max_turns: int = MAX_LINES,
     progress: bool | None = None,
+    make_player: Callable[[float, Sequence[Word]], Questioner] = make_questioner,
 ) -> list[Conversation]:
     """Play scripted questioners of mixed skill against an oracle and record the games in the LMRL-Gym format.
 
@@ -195,6 +196,7 @@ def generate_twenty_questions_dataset(
         skill_mix: (skill, weight) pairs; each game's questioner skill is drawn with these weights.
         max_turns: questions per game, at most 20 (the format's limit).
         progress: show a progress bar; by default only for 1,000 episodes or more.
+        make_player: builds the questioner of a skill over ``words`` (``make_questioner``, the scripted players).
 
     Raises:
         RuntimeError: if the oracle answers a scripted question with anything but "Yes." or "No.".
@@ -218,7 +220,7 @@ def generate_twenty_questions_dataset(
         return game
 
     def questioner(skill: float) -> Questioner:
-        return make_questioner(skill, words)
+        return make_player(skill, words)
 
     games = play_scripted_games(
         num_episodes, seed, words, skill_mix, questioner, play, "Twenty Questions games", progress
