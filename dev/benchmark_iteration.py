@@ -218,7 +218,7 @@ def run(cfg: Any, run_dir: Path, iterations: int, warmup_iterations: int, floors
     result: dict[str, Any] = {
         "torch_threads": torch.get_num_threads(),
         "setup_s": setup_s,
-        "oracle": cfg.env.oracle,
+        "oracle": getattr(cfg.env, "oracle", "none (no oracle in this game)"),
         "transitions_per_iteration": sum(game.length for game in times.games),
         "phases_s": mean,
         "phases_s_per_iteration": times.seconds,
@@ -298,7 +298,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--iterations", type=int, default=3, help="measured iterations (default 3)")
     parser.add_argument("--warmup-iterations", type=int, default=0, help="iterations run first, not counted (0)")
     parser.add_argument("--no-schedule", action="store_true", help="do not prepend the CPU schedule")
-    parser.add_argument("--oracle", choices=("t5", "knowledge_base"), default="t5", help="Twenty Questions oracle")
+    parser.add_argument(
+        "--oracle",
+        choices=("t5", "knowledge_base"),
+        default="t5",
+        help="Twenty Questions oracle (no other game has one)",
+    )
     parser.add_argument("--no-floors", action="store_true", help="skip the floors")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON to this file")
     parser.add_argument("--run-dir", type=Path, default=None, help="keep the run folder here (default: temporary)")
@@ -316,8 +321,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     overrides = [*(() if args.no_schedule else CPU_SCHEDULE), *args.overrides]
     with tempfile.TemporaryDirectory(prefix="benchmark_iteration_") as scratch:
         run_dir = args.run_dir if args.run_dir is not None else Path(scratch) / "run"
-        if args.oracle == "t5" and not any(o.startswith("env.oracle=") for o in args.overrides):
-            probe = fresh_run_config(args.config_name, overrides, run_dir)
+        probe = fresh_run_config(args.config_name, overrides, run_dir)
+        # Only Twenty Questions has an oracle to choose; the other games time their own environment.
+        has_oracle = hasattr(probe.env, "oracle")
+        if has_oracle and args.oracle == "t5" and not any(o.startswith("env.oracle=") for o in args.overrides):
             from archer.utils import resolve_cache_dir
 
             checkpoint = tiny_t5_oracle(resolve_cache_dir(probe.cache_dir) / "benchmark_tiny_t5_oracle")

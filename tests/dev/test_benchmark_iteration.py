@@ -87,3 +87,27 @@ def test_policy_rows_are_counted_without_padding() -> None:
     long = bench.policy_update_flops(Policy(), ["abcdefgh"], [[2, 3]])
     assert 0 < short < long
     assert bench.policy_update_flops(Policy(), ["ab", "abcdefgh"], [[2], [2, 3]]) == short + long
+
+
+def test_a_grid_game_is_timed_without_an_oracle(tmp_path: Path) -> None:
+    bench = load_dev_script("benchmark_iteration")
+    overrides = [
+        *TINY_RUN_OVERRIDES,
+        f"cache_dir={tmp_path / 'cache'}",
+        "pretrain=null",
+        "algorithm.warmup_iters=0",
+        "algorithm.rollout.episodes_per_iter=2",
+        "algorithm.critic_steps_per_iter=1",
+        "algorithm.critic_batch_size=4",
+        "algorithm.critic.micro_batch_size=2",
+        "algorithm.actor_batch_size=4",
+        "algorithm.actor_micro_batch_size=2",
+        "model.critic.embedded.n_layer=1",
+        "model.critic.embedded.n_embd=32",
+        "model.critic.embedded.n_head=2",
+    ]
+    figures = bench.main(["--config-name", "archer_sokoban", "--no-schedule", "--no-floors", *overrides])
+    training = figures["training"]
+    assert training["oracle"].startswith("none")
+    assert not any(o.startswith("env.oracle") for o in figures["overrides"])
+    assert len(training["phases_s_per_iteration"]["iteration"]) == 3
