@@ -92,6 +92,9 @@ CONFIG_FILE = "config.json"
 # with another run's records.
 RUN_RECORDS = (CHECKPOINT_FILE, METRICS_FILE, CONFIG_FILE, CURVE_FILE, POLICY_EXPORT, CRITIC_ENCODER_EXPORT)
 PREVIOUS_PREFIX = "previous-"
+# Each metrics record's CPU seconds of this process since the previous record (the other ``time/`` keys are wall
+# seconds of one phase each, so this one is not added to them).
+PROCESS_CPU_KEY = "time/process_cpu_s"
 # Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
 # be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
 # sampled evaluation games never touch training's state, so they can be switched on for the rest of a run; the
@@ -271,6 +274,10 @@ class Trainer:
             check_groups(cfg.algorithm.rollout.episodes_per_iter, self.placement.num_processes, self.algorithm)
         self.env_trajectories = 0
         self._last_save_seconds = 0.0  # logged with the next iteration (the save follows the metrics record)
+        # This process's CPU seconds since its previous metrics record (the first: since the process started), so
+        # that a run's records sum to its CPU cost even when it was killed and resumed: the records a resumed run
+        # keeps are exactly the iterations whose work it kept.
+        self._cpu_at_last_record = 0.0
         # Networks were initialised identically on every process; sampling noise must differ between them.
         torch.manual_seed(process_seed(cfg.seed, self.placement.process_index))
 
@@ -572,6 +579,11 @@ class Trainer:
             num_iterations = self.cfg.algorithm.num_iterations
             raise RunInterrupted(self.run_dir, self.saved_iteration, num_iterations, "the run") from None
 
+    def _cpu_since_last_record(self) -> float:
+        now = time.process_time()
+        spent, self._cpu_at_last_record = now - self._cpu_at_last_record, now
+        return spent
+
     def _fit(self) -> dict[str, float]:
         cfg = self.cfg
         last: dict[str, float] = {}
@@ -583,6 +595,7 @@ class Trainer:
                 last = record = self.evaluation_metrics() | {"env/trajectories": 0.0} | record
                 log.info("iteration 0 | %s", format_metrics(last))
             if record:
+                record[PROCESS_CPU_KEY] = self._cpu_since_last_record()
                 self.tracker.log(record, iteration=0)
                 self.plot()
         for iteration in range(self.start_iteration + 1, cfg.algorithm.num_iterations + 1):
@@ -607,6 +620,7 @@ class Trainer:
             #    checkpoint and drops this iteration's record (Tracker.truncate_after), so no iteration is ever
             #    recorded twice.
             metrics["time/checkpoint_s"] = self._last_save_seconds
+            metrics[PROCESS_CPU_KEY] = self._cpu_since_last_record()
             self.tracker.log(metrics, iteration=iteration)
             self.plot()
             log.info("iteration %d/%d | %s", iteration, cfg.algorithm.num_iterations, format_metrics(metrics))

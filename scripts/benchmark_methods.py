@@ -529,7 +529,7 @@ class RunResult:
 
     @property
     def cost_s(self) -> float:
-        """The run's CPU seconds (the benchmark's process times), else its ``time/*`` figures."""
+        """The run's CPU seconds (the benchmark's process times or the run's records), else its ``time/*`` figures."""
         return self.cpu_s if self.cpu_s is not None else self.train_s
 
 
@@ -540,6 +540,8 @@ def read_run(spec: RunSpec) -> RunResult:
     A run is known by the config it composed (``holds_another_config``), however its overrides were spelled: an
     override that a config file now sets itself changes the command, not the run. Only a folder whose config was
     never recorded is judged by its command."""
+    from archer.trainer import PROCESS_CPU_KEY
+
     result = RunResult(spec)
     path = spec.run_dir / METRICS
     sidecar = load_sidecar(spec.run_dir)
@@ -565,7 +567,9 @@ def read_run(spec: RunSpec) -> RunResult:
             result.curve.append(point)
     rollouts = [r["rollout/return_mean"] for r in records if r.get("rollout/return_mean") is not None]
     result.final_rollout_return = rollouts[-1] if rollouts else None
-    result.train_s = sum(v for r in records for k, v in r.items() if k.startswith("time/") and v is not None)
+    result.train_s = sum(
+        v for r in records for k, v in r.items() if k.startswith("time/") and k != PROCESS_CPU_KEY and v is not None
+    )
     if spec.kind == "online":
         result.play_update_s = sum(r.get("time/rollout_s") or 0.0 for r in records) + sum(
             r.get("time/update_s") or 0.0 for r in records
@@ -575,6 +579,10 @@ def read_run(spec: RunSpec) -> RunResult:
     attempts = sidecar["attempts"]
     result.wall_s = sum(a["wall_s"] for a in attempts) if attempts else None
     result.cpu_s = sum(a["cpu_s"] for a in attempts) if attempts else None
+    # A killed attempt records no CPU time, but the iterations it kept record theirs in the metrics.
+    recorded_cpu = sum(r.get(PROCESS_CPU_KEY) or 0.0 for r in records)
+    if recorded_cpu > (result.cpu_s or 0.0):
+        result.cpu_s = recorded_cpu
     result.commit = attempts[-1].get("commit") if attempts else None
     result.versions = attempts[-1].get("versions") if attempts else None
     if spec.kind == "offline":

@@ -552,7 +552,10 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
         lines.append(f"Unfinished or failed runs (left out of the numbers): {', '.join(missing)}.")
     hours = cpu_hours(results, info)
     start = " and building the start policy" if "start_policy_cpu_s" in info else ""
-    lines.append(f"Total: {hours:.2f} CPU-hours (the runs' process times{start}; `time/*` where none was recorded).")
+    lines.append(
+        f"Total: {hours:.2f} CPU-hours: the runs' process times (the benchmark's record of each attempt, or the runs' "
+        f"own `time/process_cpu_s` where larger; `time/*` where neither was recorded){start}."
+    )
     return lines
 
 

@@ -423,6 +423,32 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
             bench.load_archive(path)
 
 
+def test_a_runs_cpu_time_is_its_own_records_when_the_benchmarks_attempts_missed_some(tmp_path: Path) -> None:
+    """An attempt killed with the benchmark records no CPU time; the run's records still hold the iterations it kept,
+    so the larger of the two sums is the run's cost, and the CPU key is not added to the wall phases."""
+    bench = load_script("benchmark_methods.py")
+    argv = ["twenty_questions_strong", "--methods=archer_20q_base", "--seeds=1", f"--out={tmp_path / 'out'}"]
+    spec = bench.plan(bench.parse_args([*argv, f"--docs={tmp_path / 'docs'}"])).specs[0]
+    iterations = spec.config.algorithm.num_iterations
+    spec.run_dir.mkdir(parents=True)
+    records = [{"iteration": i, "env/trajectories": 32 * i, "time/update_s": 2.0, "time/process_cpu_s": 30.0}
+               for i in range(iterations + 1)]  # fmt: skip
+    for record in (records[0], records[-1]):
+        record |= {"eval/return_mean": -4.0, "eval/success_rate": 1.0}
+    (spec.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def attempts(*cpu: float) -> None:
+        runs = [{"returncode": 0, "wall_s": 1.0, "cpu_s": seconds} for seconds in cpu]
+        sidecar = {"attempts": runs, "command": spec.command(), "config_fingerprint": bench.run_fingerprint(spec)}
+        (spec.run_dir / "benchmark_run.json").write_text(json.dumps(sidecar))
+
+    attempts(100.0)  # the last attempt only: the first was killed
+    read = bench.read_run(spec)
+    assert read.finished and read.cpu_s == 30.0 * (iterations + 1) and read.train_s == 2.0 * (iterations + 1)
+    attempts(100.0, 10_000.0)  # every attempt recorded (startup and checkpoints are outside the records)
+    assert bench.read_run(spec).cpu_s == 10_100.0
+
+
 def test_a_folder_holding_a_run_of_another_config_is_not_read_and_is_moved_aside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from archer.checkpointing import CheckpointError
 from archer.envs.registry import GAMES
-from archer.trainer import build_trainer
+from archer.trainer import PROCESS_CPU_KEY, build_trainer
 from tests.conftest import TINY_RUN_OVERRIDES, compose_run
 
 pytestmark = pytest.mark.integration
@@ -66,6 +66,9 @@ def test_bc_trains_the_policy_and_writes_its_outputs(tmp_path: Path) -> None:
     assert [r["iteration"] for r in records] == [0, 1, 2]
     assert all("eval/return_mean" in r for r in records)
     assert "actor/bc_loss" in records[-1]
+    # Every record carries the process's CPU seconds since the previous one; the first also counts the build.
+    cpu = [r[PROCESS_CPU_KEY] for r in records]
+    assert all(seconds > 0 for seconds in cpu)
     # The best achievable figures on the run's evaluation games, once, beside the start's evaluation.
     best = GAMES["twenty_questions"].best(trainer.cfg.env, trainer.eval_game_ids)
     assert (records[0]["eval/best_return_mean"], records[0]["eval/best_success_rate"]) == (
