@@ -87,6 +87,8 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
         assert float(row["start_return"]) == evals[0]["eval/return_mean"] and evals[0]["iteration"] == 0
         assert float(row["final_return"]) == evals[-1]["eval/return_mean"]
         assert float(row["final_success"]) == evals[-1]["eval/success_rate"]
+        # The process's CPU time covers what its records count (they leave out its last checkpoint and exit).
+        assert float(row["cpu_s"]) >= sum(r["time/process_cpu_s"] for r in records) - 0.05 > 0
         if row["kind"] == "online":
             # 2 iterations of 4 games, evaluated after each (every 4 games) and before training.
             assert [r["env/trajectories"] for r in evals] == [0, 4, 8]
@@ -130,7 +132,7 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
     assert f"greedy return {start:.2f} ± 0.00 (iteration 0 of the online runs)" in table
     # The best figure: the optimal questioner over the 4 evaluation words with the tiny runs' 4-turn limit.
     assert "- Best: " in table and "the optimal questioner" in table and "- Half the gap: " in table
-    assert "CPU-hours (the runs' process times and building the start policy" in table
+    assert "CPU-hours: the runs' process times (" in table and "and building the start policy." in table
     assert (
         "as in `experiments/archer_20q_base` | 8 env games |" in table
         and "as in `offline_bc_20q` | 24 dataset games, 4 steps |" in table
