@@ -1,0 +1,179 @@
+"""Does ArCHer's actor close the gap when its critic is exact? A run whose advantages are the game's own.
+
+Usage (from ``scripts/``, with the config and overrides of the run it stands beside, e.g. a benchmark's
+``archer_recipe`` on Sokoban, its cached start found through ``cache_dir``)::
+
+    python ../dev/oracle_critic.py --config-name archer_sokoban env=sokoban run_dir=<folder> cache_dir=<cache> \
+        <the recipe's switches> algorithm.num_iterations=20 algorithm.warmup_iters=0 eval.every_iters=2
+
+The run is ``run.py``'s run of that config (its start, rollouts, replay buffer, actor schedule, KL and cloning
+terms, evaluations, checkpoints, ``metrics.jsonl`` and learning curve; a killed run resumes), with one change: the
+actor's advantage of a sampled move ``a~`` at a state ``s`` is the optimal advantage
+
+    A*(s, a~) = Q*(s, a~) - max_a Q*(s, a)
+
+from the game's exact move values under the critic's discount (``algorithm.critic.gamma``), instead of the learned
+critic's ``min Q - min V``; the critic is never trained and its diagnostic on new games is not logged. The values
+are read off the observation's grid and turns left: Sokoban's by dynamic programming over the positions reachable in
+the turns left (``grid_games.sokoban.move_values``), FrozenLake's by finite-horizon value iteration over its slips
+(``grid_games.frozen_lake.move_values``). An utterance naming no move is valued as the game plays it: the turn's
+rewards (the step cost and ``invalid_action_penalty``), then the same position with one turn fewer.
+
+No critic trained on the run's play can know more than this one does, so where this run does not close half the gap
+within the budget, no critic would have made the recipe's actor do so: the limit is the actor's. Set
+``algorithm.warmup_iters=0``: without a critic to train, a critic-only warm-up only wastes games.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+from devkit import parse_run, run_parser
+
+from archer.config import RunConfig
+from archer.envs.grid_games import frozen_lake, sokoban
+from archer.envs.grid_games.grid import DIRECTIONS, GRID_HEADER, GridGameEnv, parse_direction
+from archer.envs.grid_games.sokoban_rooms import SokobanRoom
+from archer.trainer import Trainer, build_trainer
+
+_TURNS_LEFT = re.compile(r"^Turns left: (\d+)$", re.MULTILINE)
+
+
+def read_grid(observation: str) -> tuple[tuple[tuple[str, ...], ...], int]:
+    """The grid's rows of cell symbols and the turns left, as a grid game's observation shows them.
+
+    Raises:
+        ValueError: ``observation`` is not a grid game's (no ``Grid:`` block or no ``Turns left:`` line).
+    """
+    head, found, grid = observation.partition(GRID_HEADER)
+    turns = _TURNS_LEFT.search(head)
+    if not found or turns is None:
+        raise ValueError(f"not a grid game's observation: {observation[:80]!r}")
+    rows = tuple(tuple(line.split(" ")) for line in grid.strip("\n").splitlines())
+    return rows, int(turns.group(1))
+
+
+def sokoban_room(rows: Sequence[Sequence[str]]) -> SokobanRoom:
+    """The position a Sokoban grid shows (``SokobanEnv.render``'s symbols)."""
+    cells = {(r, c): symbol for r, row in enumerate(rows) for c, symbol in enumerate(row)}
+    player = [cell for cell, symbol in cells.items() if symbol in "PS"]
+    if len(player) != 1:
+        raise ValueError(f"a Sokoban grid shows one player, this one {len(player)}")
+    return SokobanRoom(
+        height=len(rows),
+        width=len(rows[0]),
+        walls=frozenset(cell for cell, symbol in cells.items() if symbol == "#"),
+        targets=frozenset(cell for cell, symbol in cells.items() if symbol in "O√S"),
+        boxes=frozenset(cell for cell, symbol in cells.items() if symbol in "X√"),
+        player=player[0],
+    )
+
+
+def frozen_lake_map(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], tuple[int, int]]:
+    """The map and the player's cell a FrozenLake grid shows (``FrozenLakeEnv.render``'s symbols); the player must
+    stand on ice (the game is over otherwise). The grid does not show where the game started, which no move's value
+    depends on: the player's cell is written as the start, the other ice as ``F``."""
+    letters = {"_": "F", "O": "H", "G": "G", "P": "S"}
+    player = [(r, c) for r, row in enumerate(rows) for c, symbol in enumerate(row) if symbol in "PX√"]
+    if len(player) != 1 or rows[player[0][0]][player[0][1]] != "P":
+        raise ValueError("a FrozenLake grid in play shows the player once, on the ice")
+    desc = tuple("".join(letters[symbol] for symbol in row) for row in rows)
+    return desc, player[0]
+
+
+@dataclass(frozen=True)
+class OptimalAdvantages:
+    """``A*(s, a) = Q*(s, a) - max_a' Q*(s, a')`` of a grid game's moves, read off its observations.
+
+    Args:
+        game: ``"sokoban"`` or ``"frozenlake"``.
+        gamma: the discount.
+        step_reward: what every turn earns besides the move's own reward (Sokoban -0.1, FrozenLake 0).
+        invalid_action_penalty: added to the turn's reward when the utterance names no move.
+        is_slippery: FrozenLake's slips.
+    """
+
+    game: str
+    gamma: float
+    step_reward: float = 0.0
+    invalid_action_penalty: float = 0.0
+    is_slippery: bool = True
+
+    @classmethod
+    def of_env(cls, env: GridGameEnv, gamma: float) -> OptimalAdvantages:
+        """The advantages of the game ``env`` plays, with its rewards and rules."""
+        if isinstance(env, sokoban.SokobanEnv):
+            return cls("sokoban", gamma, sokoban.STEP_REWARD, env.invalid_action_penalty)
+        if isinstance(env, frozen_lake.FrozenLakeEnv):
+            return cls("frozenlake", gamma, 0.0, env.invalid_action_penalty, env.is_slippery)
+        raise ValueError(f"exact move values exist for Sokoban and FrozenLake, not {type(env).__name__}")
+
+    def __call__(self, observations: Sequence[str], actions: Sequence[str]) -> torch.Tensor:
+        """``A*`` of each ``actions[i]`` at ``observations[i]``, float32."""
+        return torch.tensor([self.advantage(o, a) for o, a in zip(observations, actions, strict=True)])
+
+    def advantage(self, observation: str, action: str) -> float:
+        values = self.move_values(observation)
+        best = max(values.values())
+        direction = parse_direction(action)
+        if direction is not None:
+            return values[direction] - best
+        rows, turns = read_grid(observation)
+        stay = self.step_reward + self.invalid_action_penalty
+        if turns > 1:
+            stay += self.gamma * max(self._values(rows, turns - 1).values())
+        return stay - best
+
+    def move_values(self, observation: str) -> dict[str, float]:
+        """``Q*`` of the four moves at ``observation``."""
+        return self._values(*read_grid(observation))
+
+    @lru_cache(maxsize=100_000)  # noqa: B019 (instances are few and live as long as a run)
+    def _values(self, rows: tuple[tuple[str, ...], ...], turns: int) -> dict[str, float]:
+        if self.game == "sokoban":
+            return sokoban.move_values(sokoban_room(rows), turns, self.gamma)
+        desc, cell = frozen_lake_map(rows)
+        values = frozen_lake.move_values(desc, cell, turns, self.is_slippery, self.gamma)
+        return {move: values[move] for move in DIRECTIONS}
+
+
+def build_oracle_trainer(cfg: RunConfig) -> Trainer:
+    """``run.py``'s trainer of ``cfg`` (online ArCHer on Sokoban or FrozenLake), its actor's advantages replaced by
+    ``OptimalAdvantages`` of its game and its critic phase by nothing.
+
+    Raises:
+        ValueError: ``cfg`` is not online ArCHer on one of the two games (before anything is built).
+    """
+    if cfg.algorithm.name != "archer" or cfg.env.name not in ("sokoban", "frozenlake"):
+        raise ValueError(
+            f"needs online ArCHer on Sokoban or FrozenLake (archer_sokoban, archer_frozenlake), "
+            f"got {cfg.algorithm.name} on {cfg.env.name}"
+        )
+    trainer = build_trainer(cfg)
+    algorithm = trainer.algorithm
+    advantages = OptimalAdvantages.of_env(trainer.env, cfg.algorithm.critic.gamma)
+    device = trainer.policy.device
+    # The instance's own methods are replaced: the run is otherwise exactly run.py's.
+    algorithm.actor_advantages = lambda observations, actions: advantages(observations, actions).to(device)
+    algorithm.critic_phase = lambda buffer, iteration, rng: {}
+    algorithm.check_new_games = lambda: {}
+    return trainer
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    parser = run_parser(__doc__.split("\n\n")[0], default_config="archer_sokoban")
+    args, cfg = parse_run(parser, argv)
+    try:
+        trainer = build_oracle_trainer(cfg)
+    except ValueError as error:
+        parser.error(f"--config-name {args.config_name}: {error}")
+    return trainer.fit()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,113 @@
+"""dev/oracle_critic.py: optimal advantages by hand, read back from real observations, and a tiny run whose actor
+trains on them while its critic stays untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from archer.envs.grid_games.frozen_lake import FrozenLakeEnv
+from archer.envs.grid_games.sokoban import SokobanEnv
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_dev_script
+
+
+@pytest.fixture(scope="module")
+def oracle() -> ModuleType:
+    return load_dev_script("oracle_critic")
+
+
+def _observation(turns: int, *rows: str) -> str:
+    return f"Rules.\nLegend: symbols\nRecent moves: none\nTurns left: {turns}\nGrid:\n" + "\n".join(rows) + "\n"
+
+
+def test_sokoban_advantages_by_hand(oracle: ModuleType) -> None:
+    # The player stands left of the box, the target right of it: "right" solves the room (-0.1 + 1 + 10 = 10.9);
+    # every other move is blocked by a wall (-0.1, then the best with one turn fewer, discounted by 0.5).
+    room = ("# # # # #", "# P X O #", "# # # # #")
+    advantages = oracle.OptimalAdvantages("sokoban", gamma=0.5, step_reward=-0.1, invalid_action_penalty=-0.5)
+    two_turns = _observation(2, *room)
+    assert advantages.move_values(two_turns) == pytest.approx({"right": 10.9, "left": 5.35, "up": 5.35, "down": 5.35})
+    got = advantages([two_turns] * 4, ["Right.", "left", "UP", "no move at all"])
+    # The utterance without a move: -0.1 - 0.5 + 0.5 * 10.9 = 4.85, so 4.85 - 10.9.
+    assert got.tolist() == pytest.approx([0.0, -5.55, -5.55, -6.05])
+    # On the last turn nothing follows a wasted move.
+    assert advantages([_observation(1, *room)], ["left"]).tolist() == pytest.approx([-11.0])
+
+
+def test_frozen_lake_advantages_by_hand(oracle: ModuleType) -> None:
+    # One row, no slips: the goal is two cells right of the player. With 2 turns "right" reaches it at the second
+    # (0.5 * 1); "left" hits the edge and leaves one turn, too few (0). "up" and "down" likewise stay put.
+    advantages = oracle.OptimalAdvantages("frozenlake", gamma=0.5, is_slippery=False)
+    observation = _observation(2, "P _ G")
+    assert advantages.move_values(observation) == pytest.approx({"left": 0.0, "down": 0.0, "right": 0.5, "up": 0.0})
+    assert advantages([observation] * 2, ["right", "left"]).tolist() == pytest.approx([0.0, -0.5])
+    # A hole between the player and the goal: no move reaches it.
+    assert max(advantages.move_values(_observation(3, "P O G")).values()) == 0.0
+    with pytest.raises(ValueError, match="on the ice"):
+        advantages.move_values(_observation(2, "_ X G"))
+
+
+@pytest.mark.parametrize("env_class", [SokobanEnv, FrozenLakeEnv])
+def test_values_read_off_observations_are_the_games_own(oracle: ModuleType, env_class: type) -> None:
+    """At positions of real games, mid-play, the values read back from the text equal the env's exact ones."""
+    env = env_class(batch_size=6, max_turns=6, seed=3)
+    observations = env.reset()
+    advantages = oracle.OptimalAdvantages.of_env(env, gamma=0.9)
+    checked = 0
+    for turn in range(3):
+        for slot, observation in enumerate(observations):
+            if env.active[slot]:
+                assert advantages.move_values(observation) == pytest.approx(env.move_values(slot, 0.9))
+                checked += 1
+        results = env.step(["left", "down", "right", "up", "left", "down"][turn:] + ["up"] * turn)
+        observations = [None if result is None else result.observation for result in results]
+    assert checked >= 12
+
+
+def test_refuses_what_it_cannot_value(oracle: ModuleType) -> None:
+    with pytest.raises(ValueError, match="not a grid game's observation"):
+        oracle.read_grid("Questions so far: none\n")
+    with pytest.raises(ValueError, match="one player"):
+        oracle.sokoban_room((("#", "X", "O", "#"),))
+    with pytest.raises(ValueError, match="Sokoban and FrozenLake"):
+        oracle.OptimalAdvantages.of_env(object(), gamma=0.9)
+
+
+def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
+    oracle: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    overrides = [
+        *TINY_RUN_OVERRIDES,
+        f"cache_dir={tmp_path / 'cache'}",
+        f"run_dir={run_dir}",
+        "pretrain=null",
+        "algorithm.num_iterations=1",
+        "algorithm.warmup_iters=0",
+        "algorithm.rollout.episodes_per_iter=4",
+        "algorithm.actor_steps_per_iter=1",
+        "algorithm.actor_batch_size=4",
+        "algorithm.actor_micro_batch_size=2",
+        "algorithm.generation_batch_size=4",
+    ]
+    trainer = oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides))
+    policy_before = [p.detach().clone() for p in trainer.policy.model.parameters()]
+    critic_before = [p.detach().clone() for p in trainer.algorithm.critic.parameters()]
+    last = trainer.fit()
+    # Optimal advantages are never positive, and the critic's figures are absent.
+    assert last["actor/advantage_max"] <= 0.0 and last["actor/advantage_min"] < 0.0
+    assert not any(key.startswith("critic/") for key in last)
+    assert any(not torch.equal(a, b) for a, b in zip(policy_before, trainer.policy.model.parameters(), strict=True))
+    critic_after = list(trainer.algorithm.critic.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(critic_before, critic_after, strict=True))
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [0, 1]
+
+    with pytest.raises(SystemExit):
+        oracle.main(["--config-name", "bc_sokoban", *TINY_RUN_OVERRIDES, f"run_dir={tmp_path / 'bc'}"])
+    assert "needs online ArCHer on Sokoban or FrozenLake" in capsys.readouterr().err
+    assert not (tmp_path / "bc").exists()
