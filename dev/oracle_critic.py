@@ -8,12 +8,16 @@ Usage (from ``scripts/``, with the config and overrides of the run it stands bes
 
 The run is ``run.py``'s run of that config (its start, rollouts, replay buffer, actor schedule, KL and cloning
 terms, evaluations, checkpoints, ``metrics.jsonl`` and learning curve; a killed run resumes), with one change: the
-actor's advantage of a sampled move ``a~`` at a state ``s`` is the optimal advantage
+actor's advantage of a sampled move ``a~`` at a state ``s`` is
 
-    A*(s, a~) = Q*(s, a~) - max_a Q*(s, a)
+    A(s, a~) = Q*(s, a~) - b(s)
 
 from the game's exact move values under the critic's discount (``algorithm.critic.gamma``), instead of the learned
-critic's ``min Q - min V``; the critic is never trained and its diagnostic on new games is not logged. The values
+critic's ``min Q - min V``; the critic is never trained and its diagnostic on new games is not logged. By default
+(``--baseline policy``) ``b(s)`` is the policy's expected move value ``sum_a pi(a | s) Q*(s, a)``, ``pi`` its
+probabilities of the four moves under the distribution it samples from, renormalised over them: ArCHer's
+``V(s) = E_pi Q(s, a)`` with exact values. ``--baseline best`` subtracts the best move's value ``max_a Q*(s, a)``
+instead (the optimal advantage ``A*``: never positive, the same gradient in expectation, a larger variance). The values
 are read off the observation's grid and turns left: Sokoban's by dynamic programming over the positions reachable in
 the turns left (``grid_games.sokoban.move_values``), FrozenLake's by finite-horizon value iteration over its slips
 (``grid_games.frozen_lake.move_values``). An utterance naming no move is valued as the game plays it: the turn's
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
+from critic_probe import policy_scorer
 from devkit import parse_run, run_parser
 
 from archer.config import RunConfig
@@ -113,21 +118,34 @@ class OptimalAdvantages:
             return cls("frozenlake", gamma, 0.0, env.invalid_action_penalty, env.is_slippery)
         raise ValueError(f"exact move values exist for Sokoban and FrozenLake, not {type(env).__name__}")
 
-    def __call__(self, observations: Sequence[str], actions: Sequence[str]) -> torch.Tensor:
-        """``A*`` of each ``actions[i]`` at ``observations[i]``, float32."""
-        return torch.tensor([self.advantage(o, a) for o, a in zip(observations, actions, strict=True)])
+    def __call__(
+        self, observations: Sequence[str], actions: Sequence[str], baselines: Sequence[float] | None = None
+    ) -> torch.Tensor:
+        """``Q*(s_i, a_i) - b_i`` of each ``actions[i]`` at ``observations[i]`` (float32), ``b_i`` being
+        ``baselines[i]`` or, without them, the best move's value ``max_a Q*(s_i, a)``."""
+        if baselines is None:
+            baselines = [max(self.move_values(observation).values()) for observation in observations]
+        pairs = zip(observations, actions, baselines, strict=True)
+        return torch.tensor([self.action_value(o, a) - b for o, a, b in pairs])
 
-    def advantage(self, observation: str, action: str) -> float:
-        values = self.move_values(observation)
-        best = max(values.values())
+    def action_value(self, observation: str, action: str) -> float:
+        """``Q*`` of an utterance at ``observation``: its move's, or a wasted turn's when it names none."""
         direction = parse_direction(action)
         if direction is not None:
-            return values[direction] - best
+            return self.move_values(observation)[direction]
         rows, turns = read_grid(observation)
         stay = self.step_reward + self.invalid_action_penalty
         if turns > 1:
             stay += self.gamma * max(self._values(rows, turns - 1).values())
-        return stay - best
+        return stay
+
+    def policy_baseline(self, observation: str, move_logprobs: Sequence[float]) -> float:
+        """``sum_a pi(a | s) Q*(s, a)`` over the four moves, ``pi`` being the policy's probabilities of the moves
+        (``move_logprobs``, in ``DIRECTIONS`` order) renormalised over them: ArCHer's ``V(s) = E_pi Q(s, a)`` with
+        the exact values in place of the critic's."""
+        weights = torch.softmax(torch.tensor(move_logprobs, dtype=torch.float64), dim=0).tolist()
+        values = self.move_values(observation)
+        return float(sum(w * values[move] for w, move in zip(weights, DIRECTIONS, strict=True)))
 
     def move_values(self, observation: str) -> dict[str, float]:
         """``Q*`` of the four moves at ``observation``."""
@@ -142,9 +160,10 @@ class OptimalAdvantages:
         return {move: values[move] for move in DIRECTIONS}
 
 
-def build_oracle_trainer(cfg: RunConfig) -> Trainer:
+def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy") -> Trainer:
     """``run.py``'s trainer of ``cfg`` (online ArCHer on Sokoban or FrozenLake), its actor's advantages replaced by
-    ``OptimalAdvantages`` of its game and its critic phase by nothing.
+    ``OptimalAdvantages`` of its game (``baseline``: ``policy`` or ``best``, see the module docstring) and its
+    critic phase by nothing.
 
     Raises:
         ValueError: ``cfg`` is not online ArCHer on one of the two games (before anything is built).
@@ -157,9 +176,16 @@ def build_oracle_trainer(cfg: RunConfig) -> Trainer:
     trainer = build_trainer(cfg)
     algorithm = trainer.algorithm
     advantages = OptimalAdvantages.of_env(trainer.env, cfg.algorithm.critic.gamma)
-    device = trainer.policy.device
+    score_moves = policy_scorer(trainer.policy)
+
+    def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
+        baselines = None
+        if baseline == "policy":
+            baselines = [advantages.policy_baseline(o, score_moves(o, DIRECTIONS)) for o in observations]
+        return advantages(observations, actions, baselines).to(trainer.policy.device)
+
     # The instance's own methods are replaced: the run is otherwise exactly run.py's.
-    algorithm.actor_advantages = lambda observations, actions: advantages(observations, actions).to(device)
+    algorithm.actor_advantages = actor_advantages
     algorithm.critic_phase = lambda buffer, iteration, rng: {}
     algorithm.check_new_games = lambda: {}
     return trainer
@@ -167,9 +193,15 @@ def build_oracle_trainer(cfg: RunConfig) -> Trainer:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser = run_parser(__doc__.split("\n\n")[0], default_config="archer_sokoban")
+    parser.add_argument(
+        "--baseline",
+        choices=("policy", "best"),
+        default="policy",
+        help="subtract the policy's expected move value (policy, ArCHer's V) or the best move's (best)",
+    )
     args, cfg = parse_run(parser, argv)
     try:
-        trainer = build_oracle_trainer(cfg)
+        trainer = build_oracle_trainer(cfg, args.baseline)
     except ValueError as error:
         parser.error(f"--config-name {args.config_name}: {error}")
     return trainer.fit()

@@ -4,11 +4,13 @@ trains on them while its critic stays untouched."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
+from critic_probe import policy_scorer
 
 from archer.envs.grid_games.frozen_lake import FrozenLakeEnv
 from archer.envs.grid_games.sokoban import SokobanEnv
@@ -36,6 +38,12 @@ def test_sokoban_advantages_by_hand(oracle: ModuleType) -> None:
     assert got.tolist() == pytest.approx([0.0, -5.55, -5.55, -6.05])
     # On the last turn nothing follows a wasted move.
     assert advantages([_observation(1, *room)], ["left"]).tolist() == pytest.approx([-11.0])
+    # The policy's baseline: probabilities 0.1, 0.1, 0.7, 0.1 of left, down, right, up (given unnormalised, as
+    # log-probabilities of the moves among other utterances) weigh the values: 0.3 * 5.35 + 0.7 * 10.9 = 9.235.
+    logprobs = [math.log(p / 2) for p in (0.1, 0.1, 0.7, 0.1)]
+    baseline = advantages.policy_baseline(two_turns, logprobs)
+    assert baseline == pytest.approx(9.235)
+    assert advantages([two_turns] * 2, ["right", "up"], [baseline] * 2).tolist() == pytest.approx([1.665, -3.885])
 
 
 def test_frozen_lake_advantages_by_hand(oracle: ModuleType) -> None:
@@ -94,7 +102,7 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
         "algorithm.actor_micro_batch_size=2",
         "algorithm.generation_batch_size=4",
     ]
-    trainer = oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides))
+    trainer = oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides), baseline="best")
     policy_before = [p.detach().clone() for p in trainer.policy.model.parameters()]
     critic_before = [p.detach().clone() for p in trainer.algorithm.critic.parameters()]
     last = trainer.fit()
@@ -106,6 +114,17 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
     assert all(torch.equal(a, b) for a, b in zip(critic_before, critic_after, strict=True))
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [0, 1]
+
+    # With the policy's baseline the four moves' advantages average to 0 under the policy's move probabilities.
+    trainer = oracle.build_oracle_trainer(
+        compose_run("archer_sokoban", [*overrides, f"run_dir={tmp_path / 'policy'}"])
+    )
+    observation = trainer.env.reset()[0]
+    moves = ["left", "down", "right", "up"]
+    advantages = trainer.algorithm.actor_advantages([observation] * 4, moves)
+    weights = torch.softmax(torch.tensor(policy_scorer(trainer.policy)(observation, moves)), dim=0)
+    assert float((weights * advantages).sum()) == pytest.approx(0.0, abs=1e-5)
+    assert advantages.max() > 0.0 > advantages.min()
 
     with pytest.raises(SystemExit):
         oracle.main(["--config-name", "bc_sokoban", *TINY_RUN_OVERRIDES, f"run_dir={tmp_path / 'bc'}"])
