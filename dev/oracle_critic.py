@@ -23,9 +23,10 @@ the turns left (``grid_games.sokoban.move_values``), FrozenLake's by finite-hori
 (``grid_games.frozen_lake.move_values``). An utterance naming no move is valued as the game plays it: the turn's
 rewards (the step cost and ``invalid_action_penalty``), then the same position with one turn fewer.
 
-No critic trained on the run's play can know more than this one does, so where this run does not close half the gap
-within the budget, no critic would have made the recipe's actor do so: the limit is the actor's. Set
-``algorithm.warmup_iters=0``: without a critic to train, a critic-only warm-up only wastes games.
+No critic trained on the run's play knows more than these values, so where this run does not close half the gap
+within the budget, a critic that learned them exactly would not have made the same actor do so either: the limit is
+then the actor's (its step, its start), not what the critic knows. Set ``algorithm.warmup_iters=0``: without a
+critic to train, a critic-only warm-up only wastes games.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def frozen_lake_map(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, ...], tup
 
 @dataclass(frozen=True)
 class OptimalAdvantages:
-    """``A*(s, a) = Q*(s, a) - max_a' Q*(s, a')`` of a grid game's moves, read off its observations.
+    """Advantages ``Q*(s, a) - b(s)`` of a grid game's utterances from its exact move values, read off its
+    observations.
 
     Args:
         game: ``"sokoban"`` or ``"frozenlake"``.
