@@ -168,8 +168,11 @@ def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy") -> Trainer:
     critic phase by nothing.
 
     Raises:
-        ValueError: ``cfg`` is not online ArCHer on one of the two games (before anything is built).
+        ValueError: an unknown ``baseline``, or ``cfg`` is not online ArCHer on one of the two games (before
+            anything is built).
     """
+    if baseline not in ("policy", "best"):
+        raise ValueError(f"baseline must be 'policy' or 'best', got {baseline!r}")
     if cfg.algorithm.name != "archer" or cfg.env.name not in ("sokoban", "frozenlake"):
         raise ValueError(
             f"needs online ArCHer on Sokoban or FrozenLake (archer_sokoban, archer_frozenlake), "

@@ -125,6 +125,8 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
     weights = torch.softmax(torch.tensor(policy_scorer(trainer.policy)(observation, moves)), dim=0)
     assert float((weights * advantages).sum()) == pytest.approx(0.0, abs=1e-5)
     assert advantages.max() > 0.0 > advantages.min()
+    with pytest.raises(ValueError, match="baseline must be"):
+        oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides), baseline="mean")
 
     with pytest.raises(SystemExit):
         oracle.main(["--config-name", "bc_sokoban", *TINY_RUN_OVERRIDES, f"run_dir={tmp_path / 'bc'}"])
