@@ -42,7 +42,10 @@ resumes: finished runs are reused and unfinished ones continue from their checkp
 ``algorithm.num_iterations`` extends a run). Every finished run's numbers (its curve, timings, overrides and commit)
 are also kept in ``docs/benchmark/<task>/archive.json``, which is committed: a later invocation, on another machine
 or after ``--out`` is gone, reuses a run the archive holds with the same config, method, seed and overrides (any
-length at least the one asked for). So a task can be run in pieces (``--methods``) across sessions and machines.
+length at least the one asked for) and the same start: before serving archived online runs the benchmark evaluates
+the start policy it builds (``build_start_policy``) and reruns those whose iteration 0 played otherwise (a start cloned
+on another machine from the same config and data can differ in floating point; ``other_start_runs``). So a task can
+be run in pieces (``--methods``) across sessions, and across machines that build the same start.
 
 Wall time, estimates (1 torch thread per run, measured on short runs or earlier benchmarks, not on these tasks at
 full size): on ``twenty_questions_strong`` 1,280 games took archer_20q_base about 15-25 min CPU, chai_20q 14 min,
@@ -86,8 +89,10 @@ from typing import Any
 from benchmark_report import (
     ARCHIVE,
     cpu_hours,
+    different_starts,
     group,
     report,
+    reranks_at_eval,
     shown,
     stopping_level,
     summary_markdown,
@@ -355,8 +360,12 @@ def extended(spec: RunSpec, budget: int) -> RunSpec:
 PROBE_FOLDER = "start_policy_probe"
 
 
-def build_start_policy(spec: RunSpec, out: Path) -> tuple[float, float]:
-    """Build (or find in the cache) the online runs' shared starting policy; returns its wall and CPU seconds.
+def build_start_policy(
+    spec: RunSpec, out: Path, evaluate: bool = False
+) -> tuple[float, float, dict[str, float] | None]:
+    """Build (or find in the cache) the online runs' shared starting policy; returns the wall and CPU seconds this
+    took and, with ``evaluate``, the start's greedy evaluation as a run's iteration 0 records it (``eval_point``;
+    its seconds are counted in), else None.
 
     Building a trainer (``build_trainer``) runs its ``pretrain`` once and caches it, exactly as the runs themselves
     would; doing it here, alone, means parallel runs never race to build it.
@@ -368,8 +377,9 @@ def build_start_policy(spec: RunSpec, out: Path) -> tuple[float, float]:
     # Another invocation on the same --out (other --methods, side by side) waits for this build and then finds the
     # start cached; the lock is released once the start is built, not held for the benchmark's life.
     with locking.turn(out / PROBE_FOLDER, "the starting policy"):
-        build_trainer(spec.config, out / PROBE_FOLDER)
-    return time.perf_counter() - start, time.process_time() - cpu
+        trainer = build_trainer(spec.config, out / PROBE_FOLDER)
+    point = eval_point(trainer.evaluation_metrics()) if evaluate else None
+    return time.perf_counter() - start, time.process_time() - cpu, point
 
 
 def load_sidecar(run_dir: Path) -> dict[str, Any]:
@@ -556,15 +566,7 @@ def read_run(spec: RunSpec) -> RunResult:
     for record in records:
         if record.get("eval/return_mean") is not None:
             x = record["env/trajectories"] if spec.kind == "online" else record["iteration"] * spec.per_iter
-            point = {
-                "iteration": record["iteration"],
-                "x": x,
-                "return": record["eval/return_mean"],
-                "success": record["eval/success_rate"],
-            }
-            if record.get(MOVE_DEPENDENCE) is not None:  # the grid games': does the policy read the board
-                point["move_state_dependence"] = record[MOVE_DEPENDENCE]
-            result.curve.append(point)
+            result.curve.append({"iteration": record["iteration"], "x": x, **eval_point(record)})
     rollouts = [r["rollout/return_mean"] for r in records if r.get("rollout/return_mean") is not None]
     result.final_rollout_return = rollouts[-1] if rollouts else None
     result.train_s = sum(
@@ -588,6 +590,14 @@ def read_run(spec: RunSpec) -> RunResult:
     if spec.kind == "offline":
         result.dataset_trajectories = dataset_size(spec)
     return result
+
+
+def eval_point(metrics: dict[str, Any]) -> dict[str, float]:
+    """A curve point's figures from a greedy evaluation's metrics (a metrics record or ``evaluation_metrics()``)."""
+    point = {"return": metrics["eval/return_mean"], "success": metrics["eval/success_rate"]}
+    if metrics.get(MOVE_DEPENDENCE) is not None:  # the grid games': does the policy read the board
+        point["move_state_dependence"] = metrics[MOVE_DEPENDENCE]
+    return point
 
 
 def dataset_size(spec: RunSpec) -> int | None:
@@ -670,6 +680,23 @@ def from_archive(spec: RunSpec, archive: Sequence[dict[str, Any]]) -> RunResult 
     return None
 
 
+def record_start(record: dict[str, Any]) -> dict[str, float] | None:
+    """An archived run's iteration-0 evaluation (its start policy's), None without one."""
+    curve = record["curve"]
+    return curve[0] if curve and curve[0]["iteration"] == 0 else None
+
+
+def other_start_runs(results: Sequence[RunResult], start: dict[str, float]) -> list[RunResult]:
+    """The archived online runs whose iteration-0 evaluation is not ``start``'s (this machine's start policy): a
+    start rebuilt on another machine from the same config and data can differ in floating point, and runs from two
+    starts must not share a page. CHAI evaluated by reranking is left out (its iteration 0 is not a greedy decode)."""
+    return [
+        r
+        for r in results
+        if r.archived and r.spec.kind == "online" and not reranks_at_eval(r) and different_starts(r.start, start)
+    ]
+
+
 def archive_record(result: RunResult, out: Path) -> dict[str, Any]:
     spec = result.spec
     record: dict[str, Any] = {"method": spec.method, "seed": spec.seed, "overrides": list(spec.overrides)}
@@ -708,7 +735,12 @@ def update_archive(
         if result.finished and not result.archived:
             key = spec_key(result.spec)
             kept = records.get(key)
-            if kept is None or kept["curve"][-1]["iteration"] <= result.curve[-1]["iteration"]:
+            # A run from another start policy (rebuilt elsewhere) replaces the kept one whatever their lengths.
+            if (
+                kept is None
+                or different_starts(record_start(kept), result.start)
+                or kept["curve"][-1]["iteration"] <= result.curve[-1]["iteration"]
+            ):
                 records[key] = archive_record(result, out)
     ordered = sorted(records.values(), key=lambda r: (r["method"], r["seed"], r["overrides"]))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -904,6 +936,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
     archive_path = args.docs / ARCHIVE
     archive = load_archive(archive_path)
+    # The archived runs this invocation may reuse: all of them, unless some started from another policy than the
+    # one this machine builds (below).
+    usable = archive
     specs = plan_.specs
     failures = 0
     if not args.report_only:
@@ -913,8 +948,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         pretrained: Path | None = None
         game_prefix = ""
         before: set[Path] = set()
+        served = [
+            r for r in collect(specs, archive) if r.archived and r.spec.kind == "online" and not reranks_at_eval(r)
+        ]
+        if served:
+            # Reuse an archived run only if this machine's start policy plays as the one it started from did.
+            spec = served[0].spec
+            pretrained, game_prefix = start_cache(spec)
+            *seconds, start_point = build_start_policy(spec, args.out, evaluate=True)
+            info["start_policy_s"], info["start_policy_cpu_s"] = seconds
+            before = _starts_of(pretrained, game_prefix)
+            other = other_start_runs(served, start_point)
+            key = task.point_key
+            for r in other:
+                print(
+                    f"{r.spec.method} seed {r.spec.seed}: archived from another start policy (iteration-0 greedy "
+                    f"{key} {r.start[key]:.4f}; this machine's start: {start_point[key]:.4f}); run here"
+                )
+            dropped = {spec_key(r.spec) for r in other}
+            usable = [record for record in archive if record_key(record) not in dropped]
         while True:
-            specs, results = settle(task, specs, archive, args.trajectories)
+            specs, results = settle(task, specs, usable, args.trajectories)
             if not attempted:
                 for r in results:
                     if r.archived:
@@ -930,10 +984,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pending.sort(key=lambda s: s.method != task.archers[0])
             online = [s for s in pending if s.kind == "online"]
             if online and pretrained is None:
-                pretrained = Path(online[0].config.cache_dir or _default_cache()) / "pretrained"
-                # Only this task's game: a cache shared with another task's benchmark gains that task's starts.
-                game_prefix = f"{online[0].config.env.name}-"
-                info["start_policy_s"], info["start_policy_cpu_s"] = build_start_policy(online[0], args.out)
+                pretrained, game_prefix = start_cache(online[0])
+                info["start_policy_s"], info["start_policy_cpu_s"], _ = build_start_policy(online[0], args.out)
                 before = _starts_of(pretrained, game_prefix)
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
                 failures += sum(code != 0 for code in pool.map(execute, pending))
@@ -945,7 +997,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info["cwd"] = str(Path.cwd())
         info_path.write_text(json.dumps(info, indent=1), encoding="utf-8")
         print(f"benchmark wall time: {info['benchmark_wall_s']:.0f} s", flush=True)
-    specs, results = settle(task, specs, archive, args.trajectories)
+    specs, results = settle(task, specs, usable, args.trajectories)
     update_archive(archive_path, archive, results, args.out, args.on_policy_factor)
     # Runs of the stopping level that were only read appear when they exist.
     results = [r for r in results if r.spec.run or r.finished]
@@ -953,6 +1005,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png, {ARCHIVE}", flush=True)
     print(f"{task.name}: total {cpu_hours(results, info):.2f} CPU-hours", flush=True)
     return 1 if failures else 0
+
+
+def start_cache(spec: RunSpec) -> tuple[Path, str]:
+    """The folder of cached starting policies the runs use, and this task's game's prefix there (a cache shared
+    with another task's benchmark gains that task's starts, not this one's)."""
+    return Path(spec.config.cache_dir or _default_cache()) / "pretrained", f"{spec.config.env.name}-"
 
 
 def _starts_of(pretrained: Path, prefix: str) -> set[Path]:

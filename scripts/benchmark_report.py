@@ -270,9 +270,54 @@ def best_figures(reference: RunConfig, task: Task) -> tuple[float | None, str | 
     return value, f"{best.solver}, over the {len(games)} evaluation games"
 
 
+# The figures of a run's iteration-0 evaluation that tell its start policy: runs from one cached start evaluate it
+# alike (greedy play of one policy on the same fixed games), while a start rebuilt on another machine, from the same
+# config and data, can differ in floating point and so play differently.
+START_KEYS = ("return", "success", "move_state_dependence")
+
+
+def different_starts(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
+    """Whether two iteration-0 evaluations show two start policies: some figure both have differs (False when
+    either is missing: nothing says they differ)."""
+    if a is None or b is None:
+        return False
+    return any(abs(a[key] - b[key]) > 1e-9 for key in START_KEYS if key in a and key in b)
+
+
+def start_groups(results: Sequence[RunResult]) -> list[list[RunResult]]:
+    """The online runs grouped by the start policy their iteration-0 evaluation shows (CHAI's reranked evaluation
+    left out); more than one group means the runs did not all start from one policy."""
+    groups: list[list[RunResult]] = []
+    for result in results:
+        if result.spec.kind != "online" or not result.start or reranks_at_eval(result):
+            continue
+        for runs in groups:
+            if not different_starts(runs[0].start, result.start):
+                runs.append(result)
+                break
+        else:
+            groups.append([result])
+    return groups
+
+
+def mixed_starts_line(results: Sequence[RunResult], key: str) -> str | None:
+    """A warning naming each start's runs when the online runs did not all start from one policy, else None."""
+    groups = start_groups(results)
+    if len(groups) < 2:
+        return None
+    described = "; ".join(
+        f"{runs[0].start[key]:.4f}: " + ", ".join(f"`{r.spec.method}` s{r.spec.seed}" for r in runs) for runs in groups
+    )
+    return (
+        f"- **The online runs did not all start from one policy** (iteration-0 greedy {key} {described}): a start "
+        "rebuilt on another machine can differ in floating point; rerun them from one start (`benchmark_methods.py` "
+        "reruns archived runs of another start) before comparing them."
+    )
+
+
 def start_figure(results: Sequence[RunResult], key: str) -> float | None:
     """The start's figure: the online runs' iteration-0 evaluation (one cached policy; CHAI reranking aside)."""
-    starts = [r.start[key] for r in results if r.spec.kind == "online" and r.start and not _reranks_at_eval(r)]
+    starts = [r.start[key] for r in results if r.spec.kind == "online" and r.start and not reranks_at_eval(r)]
     return statistics.fmean(starts) if starts else None
 
 
@@ -333,7 +378,7 @@ def write_csvs(results: Sequence[RunResult], out: Path, docs: Path) -> None:
                 )
 
 
-def _reranks_at_eval(result: RunResult) -> bool:
+def reranks_at_eval(result: RunResult) -> bool:
     """Whether the run is CHAI evaluated by reranking (``algorithm.rerank_at_eval``) rather than one greedy decode."""
     algorithm = result.spec.config.algorithm
     return algorithm.name == "chai" and getattr(algorithm, "rerank_at_eval", False)
@@ -430,7 +475,7 @@ def header(
             f"- Online budget: {args.trajectories} environment games per run, greedy evaluation every "
             f"{args.eval_every} games" + (f"; {budgets}" if budgets else "") + "."
         )
-        starts = [r.start[key] for r in online if r.start and not _reranks_at_eval(r)]
+        starts = [r.start[key] for r in online if r.start and not reranks_at_eval(r)]
         pretrain = online[0].spec.config.pretrain
         built = (
             f"behaviour cloning on `data` with `{task.reference}`'s `pretrain` ({pretrain.num_iterations} x "
@@ -449,6 +494,9 @@ def header(
                 else "."
             )
         )
+        mixed = mixed_starts_line(online, key)
+        if mixed:
+            lines.append(mixed)
         if figures.level is not None:
             lines.append(
                 f"- Half the gap: {figures.level:.2f}, halfway from the start ({figures.start:.2f}) to the best "
@@ -479,7 +527,7 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
         )
         # CHAI with rerank_at_eval reranks candidates with its (untrained, at iteration 0) critic, so its iteration-0
         # return is not the starting policy's greedy return; every other run's must be equal.
-        starts = {r.start[task.point_key] for r in online if r.start and not _reranks_at_eval(r)}
+        starts = {r.start[task.point_key] for r in online if r.start and not reranks_at_eval(r)}
         if len(starts) > 1:
             lines.append(
                 f"WARNING: the online runs' starting figures differ ({sorted(starts)}): they did not all start from "
@@ -524,7 +572,7 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
     for r in results:
         algorithm = r.spec.config.algorithm
         if algorithm.name == "chai" and not getattr(algorithm, "update_policy", True):
-            if _reranks_at_eval(r):
+            if reranks_at_eval(r):
                 lines.append(
                     "CHAI keeps its policy frozen (`update_policy=false`); its evaluation (`rerank_at_eval`) reranks "
                     "the greedy decode and k - 1 samples with its target critic, so its curve, iteration 0 included, "

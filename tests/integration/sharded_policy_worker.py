@@ -1,7 +1,8 @@
 """Policy steps on a fixed batch with a full or an FSDP-sharded policy, run by ``test_sharding.py`` under 2 processes.
 
-Usage: ``sharded_policy_worker.py OUT_DIR CACHE SHARD`` with ``SHARD`` in ``none``/``fsdp``; it runs a full policy
-and a LoRA policy. Each process takes every second row of the same 8-row batch. For each policy the worker
+Usage: ``sharded_policy_worker.py OUT_DIR CACHE SHARD[,SHARD...]`` with each ``SHARD`` in ``none``/``fsdp``; for each
+it runs a full policy and a LoRA policy (one launch for several modes saves the processes' start-up). Each process
+takes every second row of the same 8-row batch. For each policy the worker
 
 1. decodes greedily, first with the weights gathered for a "phase" in which process 0 calls ``generate`` three times
    and process 1 once (as rollouts do when one process's games end earlier), then once per call;
@@ -116,11 +117,13 @@ def run(out_path: str, cache_dir: str, shard_mode: str, lora: bool, accelerator:
     accelerator.wait_for_everyone()
 
 
-def main(out_dir: str, cache_dir: str, shard_mode: str) -> None:
+def main(out_dir: str, cache_dir: str, shard_modes: str) -> None:
     torch.set_num_threads(1)
     accelerator = Accelerator(cpu=True)
-    for variant in ("full", "lora"):
-        run(str(Path(out_dir) / f"{shard_mode}-{variant}.pt"), cache_dir, shard_mode, variant == "lora", accelerator)
+    for shard_mode in shard_modes.split(","):
+        for variant in ("full", "lora"):
+            out_path = str(Path(out_dir) / f"{shard_mode}-{variant}.pt")
+            run(out_path, cache_dir, shard_mode, variant == "lora", accelerator)
     accelerator.end_training()
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()

@@ -39,7 +39,9 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: Path) -> None:
+def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bench = load_script("benchmark_methods.py")
     out, docs = tmp_path / "bench", tmp_path / "docs" / "benchmark"
     # Pretraining keys go to the reference (archer_20q_base), whose `pretrain` every online run then shares.
@@ -175,6 +177,26 @@ def test_benchmark_runs_every_method_and_reports_the_runs_own_numbers(tmp_path: 
             assert after[column] == before[column], column
     assert read_csv(docs / "curves.csv") == curves
     assert "Read from `archive.json`" in (docs / "results.md").read_text()
+    # Before serving archived online runs, the benchmark evaluates the start this machine builds: the same cached
+    # start plays as the archived runs' iteration 0 did, so nothing above was rerun. An archived run whose iteration
+    # 0 shows another start (a start rebuilt elsewhere) is not served: it runs here and replaces its record.
+    record = json.loads((docs / "archive.json").read_text())
+    moved = next(r for r in record["runs"] if (r["method"], r["seed"]) == ("archer_20q_base", 1))
+    moved["curve"][0]["return"] += 1.0
+    (docs / "archive.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    assert bench.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "archer_20q_base seed 1: archived from another start policy" in printed
+    assert "archer_20q_base seed 0: archived from another start" not in printed
+    again = {(r["method"], r["seed"]): r for r in read_csv(docs / "runs.csv")}
+    assert again["archer_20q_base", "1"]["source"] == "run folder"
+    assert {again[k]["source"] for k in again if k != ("archer_20q_base", "1")} == {"archive.json"}
+    assert again["archer_20q_base", "1"]["start_return"] == rows[1]["start_return"]
+    rerun = next(
+        r for r in bench.load_archive(docs / "archive.json") if r["seed"] == 1 and r["method"] == moved["method"]
+    )
+    assert rerun["curve"][0]["return"] == float(rows[1]["start_return"])
 
 
 def test_ordering_verdict_uses_two_standard_errors_of_the_difference() -> None:
@@ -423,6 +445,51 @@ def test_archive_serves_only_the_same_run_and_keeps_other_runs(tmp_path: Path) -
         path.write_text(broken)
         with pytest.raises(SystemExit, match="not a benchmark archive"):
             bench.load_archive(path)
+
+
+def test_runs_from_two_start_policies_are_told_apart_by_their_iteration_0(tmp_path: Path) -> None:
+    bench = load_script("benchmark_methods.py")
+    argv = ["frozenlake", "--methods=archer_recipe,grpo", "--seeds=2", f"--out={tmp_path / 'out'}"]
+    recipe_0, recipe_1, grpo_0, grpo_1 = bench.plan(bench.parse_args([*argv, f"--docs={tmp_path}"])).specs
+
+    def result(spec, start: float, reading: float, archived: bool = True):
+        curve = [
+            {"iteration": 0, "x": 0.0, "return": start, "success": start, "move_state_dependence": reading},
+            {"iteration": 20, "x": 1280.0, "return": 0.4, "success": 0.4, "move_state_dependence": 0.3},
+        ]
+        return bench.RunResult(spec, curve=curve, finished=True, archived=archived)
+
+    here = {"return": 0.3125, "success": 0.3125, "move_state_dependence": 0.2265}
+    assert not pages.different_starts(here, dict(here))
+    assert pages.different_starts(here, dict(here, move_state_dependence=0.207))  # any figure both have
+    assert not pages.different_starts(here, {"return": 0.3125, "success": 0.3125})  # a figure one lacks says nothing
+    assert not pages.different_starts(here, None)
+
+    results = [
+        result(recipe_0, 0.3125, 0.2265),
+        result(recipe_1, 0.3359, 0.2069),  # archived from another machine's start
+        result(grpo_0, 0.3359, 0.2069, archived=False),  # run here: never dropped
+        result(grpo_1, 0.3125, 0.2069),  # the same success, another board reading: another start
+    ]
+    assert bench.other_start_runs(results, here) == [results[1], results[3]]
+
+    line = pages.mixed_starts_line(results, "success")
+    assert line.startswith("- **The online runs did not all start from one policy** (iteration-0 greedy success ")
+    assert "0.3125: `archer_recipe` s0; 0.3359: `archer_recipe` s1, `grpo` s0; 0.3125: `grpo` s1)" in line
+    assert pages.mixed_starts_line([results[0]], "success") is None
+
+    # A run from another start replaces the archived one even when shorter; from the same start it must be as long.
+    path = tmp_path / "archive.json"
+    bench.update_archive(path, [], [result(recipe_1, 0.3359, 0.2069, archived=False)], tmp_path / "out")
+    shorter = result(recipe_1, 0.3125, 0.2265, archived=False)
+    shorter.curve[-1]["iteration"] = 10
+    bench.update_archive(path, bench.load_archive(path), [shorter], tmp_path / "out")
+    assert [r["curve"][0]["return"] for r in bench.load_archive(path)] == [0.3125]
+    to_iteration_5 = result(recipe_1, 0.3125, 0.2265, archived=False)
+    to_iteration_5.curve[-1]["iteration"] = 5
+    bench.update_archive(path, [], [result(recipe_1, 0.3125, 0.2265, archived=False)], tmp_path / "out")
+    bench.update_archive(path, bench.load_archive(path), [to_iteration_5], tmp_path / "out")
+    assert [r["curve"][-1]["iteration"] for r in bench.load_archive(path)] == [20]
 
 
 def test_a_runs_cpu_time_is_its_own_records_when_the_benchmarks_attempts_missed_some(tmp_path: Path) -> None:
