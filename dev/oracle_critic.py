@@ -23,6 +23,12 @@ the turns left (``grid_games.sokoban.move_values``), FrozenLake's by finite-hori
 (``grid_games.frozen_lake.move_values``). An utterance naming no move is valued as the game plays it: the turn's
 rewards (the step cost and ``invalid_action_penalty``), then the same position with one turn fewer.
 
+On Twenty Questions over a small word list (the 10-word subset, the knowledge-base oracle) the values are
+``OptimalValues.move_value`` at the words the observation's answers still allow (dynamic programming over the word
+sets; the turn limit left out, as there). Its moves are open text, so ``--baseline policy`` there is the mean ``Q*``
+of ``--baseline-samples`` moves the policy samples afresh at the state (an estimate of ``E_pi Q*``, independent of
+the move it scores), and ``--baseline best`` is ``V*`` of the words still possible.
+
 No critic trained on the run's play knows more than these values, so where this run does not close half the gap
 within the budget, a critic that learned them exactly would not have made the same actor do so either: the limit is
 then the actor's (its step, its start), not what the critic knows. Set ``algorithm.warmup_iters=0``: without a
@@ -32,8 +38,9 @@ critic to train, a critic-only warm-up only wastes games.
 from __future__ import annotations
 
 import re
+import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -45,7 +52,14 @@ from archer.config import RunConfig
 from archer.envs.grid_games import frozen_lake, sokoban
 from archer.envs.grid_games.grid import DIRECTIONS, GRID_HEADER, GridGameEnv, parse_direction
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom
+from archer.envs.twenty_questions.env import TwentyQuestionsEnv
+from archer.envs.twenty_questions.optimal import MAX_WORDS, OptimalValues
+from archer.envs.twenty_questions.probe import history_turns
+from archer.models.prefix_generation import generate_at_states
 from archer.trainer import Trainer, build_trainer
+
+ActorAdvantages = Callable[[list[str], list[str]], torch.Tensor]
+"""The actor's advantages of utterances at observations (``ArcherAlgorithm.actor_advantages``'s signature)."""
 
 _TURNS_LEFT = re.compile(r"^Turns left: (\d+)$", re.MULTILINE)
 
@@ -162,35 +176,110 @@ class OptimalAdvantages:
         return {move: values[move] for move in DIRECTIONS}
 
 
-def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy") -> Trainer:
-    """``run.py``'s trainer of ``cfg`` (online ArCHer on Sokoban or FrozenLake), its actor's advantages replaced by
-    ``OptimalAdvantages`` of its game (``baseline``: ``policy`` or ``best``, see the module docstring) and its
-    critic phase by nothing.
+@dataclass(frozen=True)
+class TwentyQuestionsAdvantages:
+    """Exact move values of Twenty Questions over a small word list, read off its observations: ``Q*`` of an
+    utterance at the words the answers so far allow (``OptimalValues``)."""
 
-    Raises:
-        ValueError: an unknown ``baseline``, or ``cfg`` is not online ArCHer on one of the two games (before
-            anything is built).
-    """
-    if baseline not in ("policy", "best"):
-        raise ValueError(f"baseline must be 'policy' or 'best', got {baseline!r}")
-    if cfg.algorithm.name != "archer" or cfg.env.name not in ("sokoban", "frozenlake"):
-        raise ValueError(
-            f"needs online ArCHer on Sokoban or FrozenLake (archer_sokoban, archer_frozenlake), "
-            f"got {cfg.algorithm.name} on {cfg.env.name}"
-        )
-    trainer = build_trainer(cfg)
-    algorithm = trainer.algorithm
-    advantages = OptimalAdvantages.of_env(trainer.env, cfg.algorithm.critic.gamma)
+    values: OptimalValues
+
+    @classmethod
+    def of_env(cls, env: TwentyQuestionsEnv, oracle: str, gamma: float) -> TwentyQuestionsAdvantages:
+        """The values of the game ``env`` plays (answered by ``oracle``, ``env.oracle`` of its config).
+
+        Raises:
+            ValueError: an oracle other than the knowledge base (its answers are not the fact table's), or more
+                than ``MAX_WORDS`` words (the table covers every subset of them).
+        """
+        if oracle != "knowledge_base":
+            raise ValueError(f"exact values need the knowledge-base oracle, not {oracle}")
+        if len(env.words) > MAX_WORDS:
+            raise ValueError(f"exact values need at most {MAX_WORDS} words, got {len(env.words)}: play the subset")
+        return cls(OptimalValues(env.words, gamma))
+
+    def possible(self, observation: str) -> int:
+        """The words the observation's answers allow, as ``OptimalValues``' bit mask."""
+        return self.values.possible(history_turns(observation))
+
+    def action_value(self, observation: str, action: str) -> float:
+        """``Q*`` of the utterance ``action`` at ``observation``."""
+        return self.values.move_value(self.possible(observation), action)
+
+    def best_value(self, observation: str) -> float:
+        """``V*`` at ``observation``: the best move's value."""
+        return self.values.state_value(self.possible(observation))
+
+
+GRID_GAMES = ("sokoban", "frozenlake")
+
+
+def grid_advantages(trainer: Trainer, baseline: str) -> ActorAdvantages:
+    """The actor's advantages from a grid game's exact values (``OptimalAdvantages``), ``b`` by ``baseline``."""
+    advantages = OptimalAdvantages.of_env(trainer.env, trainer.cfg.algorithm.critic.gamma)
     score_moves = policy_scorer(trainer.policy)
 
     def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
         baselines = None
         if baseline == "policy":
             baselines = [advantages.policy_baseline(o, score_moves(o, DIRECTIONS)) for o in observations]
-        return advantages(observations, actions, baselines).to(trainer.policy.device)
+        return advantages(observations, actions, baselines)
+
+    return actor_advantages
+
+
+def twenty_questions_advantages(trainer: Trainer, baseline: str, samples: int) -> ActorAdvantages:
+    """The actor's advantages from Twenty Questions' exact values (``TwentyQuestionsAdvantages``): ``b`` the mean
+    ``Q*`` of ``samples`` fresh policy moves per state (``policy``) or ``V*`` (``best``)."""
+    cfg = trainer.cfg
+    values = TwentyQuestionsAdvantages.of_env(trainer.env, cfg.env.oracle, cfg.algorithm.critic.gamma)
+
+    def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
+        if baseline == "policy":
+            states = [o for o in observations for _ in range(samples)]
+            moves = generate_at_states(
+                trainer.policy, states, greedy=False, batch_size=cfg.algorithm.generation_batch_size
+            ).texts
+            sampled = [values.action_value(o, m) for o, m in zip(states, moves, strict=True)]
+            baselines = [statistics.fmean(sampled[i * samples : (i + 1) * samples]) for i in range(len(observations))]
+        else:
+            baselines = [values.best_value(o) for o in observations]
+        pairs = zip(observations, actions, baselines, strict=True)
+        return torch.tensor([values.action_value(o, a) - b for o, a, b in pairs], dtype=torch.float32)
+
+    return actor_advantages
+
+
+def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy", baseline_samples: int = 4) -> Trainer:
+    """``run.py``'s trainer of ``cfg`` (online ArCHer on Sokoban, FrozenLake or Twenty Questions over a small word
+    list), its actor's advantages replaced by its game's exact ones (``baseline``: ``policy`` or ``best``, see the
+    module docstring; ``baseline_samples``: Twenty Questions' policy moves per state) and its critic phase by
+    nothing.
+
+    Raises:
+        ValueError: an unknown ``baseline``, fewer than one sample, or ``cfg`` is not online ArCHer on one of the
+            games (before anything is built), or a Twenty Questions setting without exact values.
+    """
+    if baseline not in ("policy", "best"):
+        raise ValueError(f"baseline must be 'policy' or 'best', got {baseline!r}")
+    if baseline_samples < 1:
+        raise ValueError(f"baseline_samples must be at least 1, got {baseline_samples}")
+    if cfg.algorithm.name != "archer" or cfg.env.name not in (*GRID_GAMES, "twenty_questions"):
+        raise ValueError(
+            f"needs online ArCHer on Sokoban, FrozenLake or Twenty Questions' subset (archer_sokoban, "
+            f"archer_frozenlake, archer_20q_paper_cpu env=twenty_questions_subset), got {cfg.algorithm.name} on "
+            f"{cfg.env.name}"
+        )
+    trainer = build_trainer(cfg)
+    if cfg.env.name in GRID_GAMES:
+        advantages = grid_advantages(trainer, baseline)
+    else:
+        advantages = twenty_questions_advantages(trainer, baseline, baseline_samples)
+    algorithm = trainer.algorithm
 
     # The instance's own methods are replaced: the run is otherwise exactly run.py's.
-    algorithm.actor_advantages = actor_advantages
+    algorithm.actor_advantages = lambda observations, actions: advantages(observations, actions).to(
+        trainer.policy.device
+    )
     algorithm.critic_phase = lambda buffer, iteration, rng: {}
     algorithm.check_new_games = lambda: {}
     return trainer
@@ -204,9 +293,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         default="policy",
         help="subtract the policy's expected move value (policy, ArCHer's V) or the best move's (best)",
     )
+    parser.add_argument(
+        "--baseline-samples",
+        type=int,
+        default=4,
+        help="Twenty Questions: policy moves sampled per state for --baseline policy (default 4)",
+    )
     args, cfg = parse_run(parser, argv)
     try:
-        trainer = build_oracle_trainer(cfg, args.baseline)
+        trainer = build_oracle_trainer(cfg, args.baseline, args.baseline_samples)
     except ValueError as error:
         parser.error(f"--config-name {args.config_name}: {error}")
     return trainer.fit()

@@ -130,5 +130,62 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
 
     with pytest.raises(SystemExit):
         oracle.main(["--config-name", "bc_sokoban", *TINY_RUN_OVERRIDES, f"run_dir={tmp_path / 'bc'}"])
-    assert "needs online ArCHer on Sokoban or FrozenLake" in capsys.readouterr().err
+    assert "needs online ArCHer on Sokoban, FrozenLake or Twenty Questions' subset" in capsys.readouterr().err
     assert not (tmp_path / "bc").exists()
+
+
+def test_twenty_questions_advantages_by_hand(oracle: ModuleType) -> None:
+    from archer.envs.twenty_questions.optimal import OptimalValues
+    from archer.envs.twenty_questions.words import word_list
+
+    dog, banana = (word for word in word_list("subset10") if word.name in ("banana", "dog"))
+    values = oracle.TwentyQuestionsAdvantages(OptimalValues([dog, banana], gamma=1.0))
+    # Two words possible: a guess wins at once half the time, else the next guess wins after paying -1.
+    assert values.action_value("Questions:\n", "Is it a banana?") == pytest.approx(-0.5)
+    assert values.best_value("Questions:\n") == pytest.approx(-0.5)
+    # An utterance that rules nothing out costs a turn and leaves the same two words.
+    assert values.action_value("Questions:\n", "Hello there.") == pytest.approx(-1.5)
+    # Banana refuted: dog is certain, guessing it scores 0, asking about banana again wastes a turn.
+    refuted = "Questions:\nIs it a banana? No.\n"
+    assert values.action_value(refuted, "Is it a dog?") == pytest.approx(0.0)
+    assert values.action_value(refuted, "Is it a banana?") == pytest.approx(-1.0)
+
+
+def test_a_tiny_twenty_questions_run_trains_on_exact_advantages(oracle: ModuleType, tmp_path: Path) -> None:
+    overrides = [
+        *TINY_RUN_OVERRIDES,
+        "env=twenty_questions_subset",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"run_dir={tmp_path / 'run'}",
+        "pretrain=null",
+        "env.max_turns=4",
+        "algorithm.critic.gamma=1.0",
+        "algorithm.num_iterations=1",
+        "algorithm.warmup_iters=0",
+        "algorithm.rollout.episodes_per_iter=4",
+        "algorithm.actor_steps_per_iter=1",
+        "algorithm.actor_batch_size=4",
+        "algorithm.actor_micro_batch_size=2",
+        "algorithm.generation_batch_size=8",
+    ]
+    # Against V* (the best move's value) no utterance has a positive advantage; a wasted one costs a whole turn.
+    # (The untrained policy writes no readable question, so its advantages against sampled moves would all be 0.)
+    trainer = oracle.build_oracle_trainer(compose_run("archer_20q_paper_cpu", overrides), baseline="best")
+    before = [p.detach().clone() for p in trainer.policy.model.parameters()]
+    last = trainer.fit()
+    assert not any(key.startswith("critic/") for key in last)
+    assert last["actor/advantage_max"] <= 0.0
+    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.model.parameters(), strict=True))
+    advantages = trainer.algorithm.actor_advantages(["Questions:\n"] * 2, ["Is it a dog?", "Hello there."])
+    assert float(advantages[1] - advantages[0]) < 0.0 and float(advantages.max()) <= 0.0
+    assert float(advantages[1]) == pytest.approx(-1.0)
+    # Against the mean of sampled moves a wasted turn, the least valuable move, is worth between -1 and 0.
+    trainer = oracle.build_oracle_trainer(
+        compose_run("archer_20q_paper_cpu", [*overrides, f"run_dir={tmp_path / 'policy'}"]), baseline_samples=2
+    )
+    advantages = trainer.algorithm.actor_advantages(["Questions:\n"] * 3, ["Hello there."] * 3)
+    assert all(-1.0 - 1e-6 <= float(a) <= 1e-6 for a in advantages)
+    with pytest.raises(ValueError, match="knowledge-base oracle"):
+        oracle.TwentyQuestionsAdvantages.of_env(trainer.env, "t5", gamma=1.0)
+    with pytest.raises(ValueError, match="baseline_samples"):
+        oracle.build_oracle_trainer(compose_run("archer_20q_paper_cpu", overrides), baseline_samples=0)
