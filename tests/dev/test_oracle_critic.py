@@ -22,6 +22,23 @@ def oracle() -> ModuleType:
     return load_dev_script("oracle_critic")
 
 
+def _tiny_run(tmp_path: Path, run_dir: Path) -> list[str]:
+    """Overrides of a one-iteration online ArCHer run of four games, its start untrained."""
+    return [
+        *TINY_RUN_OVERRIDES,
+        f"cache_dir={tmp_path / 'cache'}",
+        f"run_dir={run_dir}",
+        "pretrain=null",
+        "algorithm.num_iterations=1",
+        "algorithm.warmup_iters=0",
+        "algorithm.rollout.episodes_per_iter=4",
+        "algorithm.actor_steps_per_iter=1",
+        "algorithm.actor_batch_size=4",
+        "algorithm.actor_micro_batch_size=2",
+        "algorithm.generation_batch_size=4",
+    ]
+
+
 def _observation(turns: int, *rows: str) -> str:
     return f"Rules.\nLegend: symbols\nRecent moves: none\nTurns left: {turns}\nGrid:\n" + "\n".join(rows) + "\n"
 
@@ -89,19 +106,7 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
     oracle: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
-    overrides = [
-        *TINY_RUN_OVERRIDES,
-        f"cache_dir={tmp_path / 'cache'}",
-        f"run_dir={run_dir}",
-        "pretrain=null",
-        "algorithm.num_iterations=1",
-        "algorithm.warmup_iters=0",
-        "algorithm.rollout.episodes_per_iter=4",
-        "algorithm.actor_steps_per_iter=1",
-        "algorithm.actor_batch_size=4",
-        "algorithm.actor_micro_batch_size=2",
-        "algorithm.generation_batch_size=4",
-    ]
+    overrides = _tiny_run(tmp_path, run_dir)
     trainer = oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides), baseline="best")
     policy_before = [p.detach().clone() for p in trainer.policy.model.parameters()]
     critic_before = [p.detach().clone() for p in trainer.algorithm.critic.parameters()]
@@ -153,20 +158,10 @@ def test_twenty_questions_advantages_by_hand(oracle: ModuleType) -> None:
 
 def test_a_tiny_twenty_questions_run_trains_on_exact_advantages(oracle: ModuleType, tmp_path: Path) -> None:
     overrides = [
-        *TINY_RUN_OVERRIDES,
+        *_tiny_run(tmp_path, tmp_path / "run"),
         "env=twenty_questions_subset",
-        f"cache_dir={tmp_path / 'cache'}",
-        f"run_dir={tmp_path / 'run'}",
-        "pretrain=null",
         "env.max_turns=4",
         "algorithm.critic.gamma=1.0",
-        "algorithm.num_iterations=1",
-        "algorithm.warmup_iters=0",
-        "algorithm.rollout.episodes_per_iter=4",
-        "algorithm.actor_steps_per_iter=1",
-        "algorithm.actor_batch_size=4",
-        "algorithm.actor_micro_batch_size=2",
-        "algorithm.generation_batch_size=8",
     ]
     # Against V* (the best move's value) no utterance has a positive advantage; a wasted one costs a whole turn.
     # (The untrained policy writes no readable question, so its advantages against sampled moves would all be 0.)
