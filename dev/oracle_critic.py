@@ -52,9 +52,10 @@ from archer.config import RunConfig
 from archer.envs.grid_games import frozen_lake, sokoban
 from archer.envs.grid_games.grid import DIRECTIONS, GRID_HEADER, GridGameEnv, parse_direction
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom
-from archer.envs.twenty_questions.env import TwentyQuestionsEnv
+from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
 from archer.envs.twenty_questions.optimal import MAX_WORDS, OptimalValues
 from archer.envs.twenty_questions.probe import history_turns
+from archer.envs.twenty_questions.words import word_list
 from archer.models.prefix_generation import generate_at_states
 from archer.trainer import Trainer, build_trainer
 
@@ -184,18 +185,19 @@ class TwentyQuestionsAdvantages:
     values: OptimalValues
 
     @classmethod
-    def of_env(cls, env: TwentyQuestionsEnv, oracle: str, gamma: float) -> TwentyQuestionsAdvantages:
-        """The values of the game ``env`` plays (answered by ``oracle``, ``env.oracle`` of its config).
+    def of_config(cls, env_cfg: TwentyQuestionsEnvConfig, gamma: float) -> TwentyQuestionsAdvantages:
+        """The values of the game ``env_cfg`` describes, read from its config alone (nothing is built).
 
         Raises:
             ValueError: an oracle other than the knowledge base (its answers are not the fact table's), or more
                 than ``MAX_WORDS`` words (the table covers every subset of them).
         """
-        if oracle != "knowledge_base":
-            raise ValueError(f"exact values need the knowledge-base oracle, not {oracle}")
-        if len(env.words) > MAX_WORDS:
-            raise ValueError(f"exact values need at most {MAX_WORDS} words, got {len(env.words)}: play the subset")
-        return cls(OptimalValues(env.words, gamma))
+        if env_cfg.oracle != "knowledge_base":
+            raise ValueError(f"exact values need the knowledge-base oracle, not {env_cfg.oracle}")
+        words = word_list(env_cfg.words)
+        if len(words) > MAX_WORDS:
+            raise ValueError(f"exact values need at most {MAX_WORDS} words, got {len(words)}: play the subset")
+        return cls(OptimalValues(words, gamma))
 
     def possible(self, observation: str) -> int:
         """The words the observation's answers allow, as ``OptimalValues``' bit mask."""
@@ -227,11 +229,12 @@ def grid_advantages(trainer: Trainer, baseline: str) -> ActorAdvantages:
     return actor_advantages
 
 
-def twenty_questions_advantages(trainer: Trainer, baseline: str, samples: int) -> ActorAdvantages:
-    """The actor's advantages from Twenty Questions' exact values (``TwentyQuestionsAdvantages``): ``b`` the mean
-    ``Q*`` of ``samples`` fresh policy moves per state (``policy``) or ``V*`` (``best``)."""
+def twenty_questions_advantages(
+    trainer: Trainer, values: TwentyQuestionsAdvantages, baseline: str, samples: int
+) -> ActorAdvantages:
+    """The actor's advantages from Twenty Questions' exact ``values``: ``b`` the mean ``Q*`` of ``samples`` fresh
+    policy moves per state (``policy``) or ``V*`` (``best``)."""
     cfg = trainer.cfg
-    values = TwentyQuestionsAdvantages.of_env(trainer.env, cfg.env.oracle, cfg.algorithm.critic.gamma)
 
     def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
         if baseline == "policy":
@@ -256,8 +259,8 @@ def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy", baseline_samp
     nothing.
 
     Raises:
-        ValueError: an unknown ``baseline``, fewer than one sample, or ``cfg`` is not online ArCHer on one of the
-            games (before anything is built), or a Twenty Questions setting without exact values.
+        ValueError: an unknown ``baseline``, fewer than one sample, ``cfg`` not online ArCHer on one of the games,
+            or a Twenty Questions setting without exact values (all before anything is built).
     """
     if baseline not in ("policy", "best"):
         raise ValueError(f"baseline must be 'policy' or 'best', got {baseline!r}")
@@ -269,11 +272,14 @@ def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy", baseline_samp
             f"archer_frozenlake, archer_20q_paper_cpu env=twenty_questions_subset), got {cfg.algorithm.name} on "
             f"{cfg.env.name}"
         )
-    trainer = build_trainer(cfg)
     if cfg.env.name in GRID_GAMES:
+        trainer = build_trainer(cfg)
         advantages = grid_advantages(trainer, baseline)
     else:
-        advantages = twenty_questions_advantages(trainer, baseline, baseline_samples)
+        assert isinstance(cfg.env, TwentyQuestionsEnvConfig)
+        values = TwentyQuestionsAdvantages.of_config(cfg.env, cfg.algorithm.critic.gamma)
+        trainer = build_trainer(cfg)
+        advantages = twenty_questions_advantages(trainer, values, baseline, baseline_samples)
     algorithm = trainer.algorithm
 
     # The instance's own methods are replaced: the run is otherwise exactly run.py's.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -180,7 +181,10 @@ def test_a_tiny_twenty_questions_run_trains_on_exact_advantages(oracle: ModuleTy
     )
     advantages = trainer.algorithm.actor_advantages(["Questions:\n"] * 3, ["Hello there."] * 3)
     assert all(-1.0 - 1e-6 <= float(a) <= 1e-6 for a in advantages)
+    env_cfg = compose_run("archer_20q_paper_cpu", overrides).env
     with pytest.raises(ValueError, match="knowledge-base oracle"):
-        oracle.TwentyQuestionsAdvantages.of_env(trainer.env, "t5", gamma=1.0)
+        oracle.TwentyQuestionsAdvantages.of_config(replace(env_cfg, oracle="t5"), gamma=1.0)
+    with pytest.raises(ValueError, match="at most 16 words"):
+        oracle.TwentyQuestionsAdvantages.of_config(replace(env_cfg, words="full"), gamma=1.0)
     with pytest.raises(ValueError, match="baseline_samples"):
         oracle.build_oracle_trainer(compose_run("archer_20q_paper_cpu", overrides), baseline_samples=0)
