@@ -22,9 +22,8 @@ Deliberate deviations from the reference, none of which changes the mathematics:
 
 Switches that do change it, all off by default: ``actor_states="policy"`` (the actor samples only states the policy
 reached without an exploring rollout's replaced move), ``kl_coeff`` (a KL penalty to a frozen copy of the starting
-policy), ``bc_coeff`` (a behaviour-cloning term on the run's offline dataset, which
-the algorithm asks the trainer for as ``demonstrations``) and ``center_advantages`` (the actor batch's mean
-advantage subtracted before the gradient). With ``log_advantage_check`` (off by default: it costs a
+policy) and ``bc_coeff`` (a behaviour-cloning term on the run's offline dataset, which
+the algorithm asks the trainer for as ``demonstrations``). With ``log_advantage_check`` (off by default: it costs a
 critic pass per new move) every iteration also logs ``advantage_check`` on the new games: how well the critic's
 advantages track the returns that were observed.
 """
@@ -42,7 +41,6 @@ from archer.algorithms.base import check_finite, frozen_copy, length_grouped_mic
 from archer.algorithms.critic_updates import ActorCriticAlgorithm, summary_stats
 from archer.algorithms.losses import (
     archer_critic_loss,
-    batch_centred_advantages,
     bc_loss,
     kl_penalised_reinforce_loss,
     pearson_correlation,
@@ -145,8 +143,6 @@ class ArcherAlgorithm(ActorCriticAlgorithm):
         cfg = self.cfg
         generation = generate_at_states(self.policy, observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
-        # The critic's own advantages are logged (below), their offset included; the gradient sees them centred.
-        trained_advantages = batch_centred_advantages(advantages) if cfg.center_advantages else advantages
         size = len(observations)
         losses, log_ratios = [], []
         micro_batches = length_grouped_micro_batches(
@@ -155,7 +151,7 @@ class ArcherAlgorithm(ActorCriticAlgorithm):
         for micro in micro_batches:
             states = [observations[i] for i in micro]
             token_ids = [generation.token_ids[i] for i in micro]
-            micro_advantages = trained_advantages[micro]
+            micro_advantages = advantages[micro]
             logprobs = self.policy.sequence_logprobs(states, token_ids, as_sampled=True)
             if self.reference is None:
                 loss = reinforce_loss(micro_advantages, logprobs)

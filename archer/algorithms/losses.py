@@ -204,21 +204,6 @@ def reinforce_loss(advantages: torch.Tensor, sequence_logprobs: torch.Tensor) ->
     return -(advantages.detach() * sequence_logprobs).mean()
 
 
-def batch_centred_advantages(advantages: torch.Tensor) -> torch.Tensor:
-    """``A - mean_B(A)``: the batch's mean advantage as a constant baseline (``algorithm.center_advantages``).
-
-    Args:
-        advantages: (B,) A(s, a~) of one actor batch.
-
-    Returns:
-        (B,) the advantages less their mean, detached.
-    """
-    if advantages.dim() != 1 or advantages.numel() == 0:
-        raise ValueError(f"advantages must be a non-empty (B,) tensor, got shape {tuple(advantages.shape)}")
-    advantages = advantages.detach()
-    return advantages - advantages.mean()
-
-
 def awr_loss(
     advantages: torch.Tensor, sequence_logprobs: torch.Tensor, inv_temp: float, max_weight: float | None
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -366,11 +366,6 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             policy only at the states its actor samples; this term holds it wherever the dataset's games go,
             states the policy itself rarely reaches included. 0 (the paper) loads no dataset. Online ArCHer's own
             actor only (CHAI's too). A variant (docs/differences.md).
-        center_advantages: subtract the actor batch's mean advantage from each sample's before the policy
-            gradient (each process its own batch): a constant baseline, so the gradient's expectation is unchanged,
-            but an offset the critic carries into a whole actor phase (its twin minimum taken at moves it never saw,
-            its values drifting between phases) no longer pushes every sampled move up or down together. False (the
-            paper). Online ArCHer's own actor only (CHAI's too). A variant (docs/differences.md).
     """
 
     name: str = "archer"
@@ -389,7 +384,6 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
     kl_coeff: float = 0.0
     actor_states: str = "all"
     bc_coeff: float = 0.0
-    center_advantages: bool = False
 
     @property
     def trains_policy(self) -> bool:

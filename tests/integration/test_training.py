@@ -382,34 +382,6 @@ def test_kl_penalty_measures_the_drift_from_a_frozen_copy_of_the_start(tmp_path:
     assert plain.algorithm.reference is None
 
 
-def test_centred_advantages_train_on_the_batch_less_its_mean_and_log_the_critics_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The critic's advantages are replaced by fixed numbers with mean 1: the centred step must move the policy as
-    the plain step does on those numbers less 1, and log the uncentred numbers."""
-    given = torch.tensor([2.0, 0.5, 1.5, 0.0, 1.0, 3.0, -1.0, 1.0])  # mean 1.0
-    results = {}
-    for name, switch, advantages in (
-        ("centred", "algorithm.center_advantages=true", given),
-        ("plain_shifted", "algorithm.center_advantages=false", given - 1.0),
-    ):
-        trainer = tiny_archer(tmp_path / name, str(tmp_path / "cache"), *ARCHER_TINY, switch)
-        algorithm = trainer.algorithm
-        monkeypatch.setattr(algorithm, "actor_advantages", lambda observations, actions, a=advantages: a.clone())
-        trainer.collect(1)
-        states = trainer.buffer.sample(8, np.random.default_rng(0)).observations
-        torch.manual_seed(0)  # the same fresh samples in both runs
-        metrics = algorithm.actor_step(states, iteration=2, step=0)
-        results[name] = (states, metrics, snapshot(trainer.policy.model))
-    (states_c, metrics_c, policy_c), (states_p, metrics_p, policy_p) = results["centred"], results["plain_shifted"]
-    assert states_c == states_p
-    assert metrics_c["actor/advantage_mean"] == pytest.approx(1.0)  # logged as the critic gave them
-    assert metrics_p["actor/advantage_mean"] == pytest.approx(0.0)
-    assert metrics_c["actor/pg_loss"] == pytest.approx(metrics_p["actor/pg_loss"], rel=1e-5, abs=1e-7)
-    for name in policy_c:
-        torch.testing.assert_close(policy_c[name], policy_p[name], rtol=0, atol=1e-6)
-
-
 def test_the_cloning_term_adds_bc_coeff_times_the_datasets_likelihood_gradient(tmp_path: Path) -> None:
     trainer = tiny_archer(tmp_path / "run", str(tmp_path / "cache"), *ARCHER_TINY, "algorithm.bc_coeff=0.5")
     algorithm = trainer.algorithm

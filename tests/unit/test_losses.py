@@ -156,18 +156,6 @@ def test_kl_penalised_reinforce_loss_value_and_gradient():
         losses.kl_penalised_reinforce_loss(adv, logp, ref, kl_coeff=-0.1)
 
 
-def test_batch_centred_advantages_subtract_the_batch_mean_and_stay_constants():
-    adv = _leaf([1.0, 2.0, 6.0])
-    centred = losses.batch_centred_advantages(adv)
-    _close(centred, [-2.0, -1.0, 3.0])  # mean 3
-    assert not centred.requires_grad
-    _close(losses.batch_centred_advantages(T([-0.5])), [0.0])  # a lone sample is its own baseline
-    with pytest.raises(ValueError, match="non-empty"):
-        losses.batch_centred_advantages(T([]))
-    with pytest.raises(ValueError, match=r"\(B,\)"):
-        losses.batch_centred_advantages(T([[1.0, 2.0]]))
-
-
 def test_reinforce_loss_value_and_gradient():
     adv, logp = _leaf([2.0, -1.0]), _leaf([-1.0, -3.0])
     loss = losses.reinforce_loss(adv, logp)
