@@ -1,0 +1,102 @@
+"""Does the actor take in what CHAI's critic ranks? CHAI with a trained policy whose advantages compare k samples.
+
+Usage (from ``scripts/``, with the config and overrides of a CHAI run that trains its policy)::
+
+    python ../dev/sample_group_actor.py --config-name archer_20q_paper_cpu algorithm=chai \
+        algorithm.update_policy=true algorithm.num_candidates=4 run_dir=<folder> <the run's other overrides>
+
+The run is ``run.py``'s run of that config (its start, reranked rollouts, CHAI's critic with its max backup, the
+actor's schedule, KL and cloning terms, evaluations, checkpoints, ``metrics.jsonl``; a killed run resumes), with
+one change in the actor: at each of ``algorithm.actor_batch_size`` states it samples k = ``algorithm.num_candidates``
+utterances and gives sample j the advantage
+
+    A_j(s) = Qbar(s, a_j) - 1 / (k - 1) * sum_{l != j} Qbar(s, a_l),      Qbar = min(Qbar1, Qbar2) (target critic),
+
+the score CHAI reranks with, against the mean of the state's other samples (a leave-one-out baseline, so each
+sample's advantage is independent of its own score's noise in expectation), instead of ArCHer's
+``min(Q1, Q2)(s, a~) - min(V1, V2)(s)`` of one sample against the V head. Both estimate the same policy gradient;
+this one needs only the critic's order of the moves the policy samples at a state, which CHAI's reranked play
+shows the critic has, and not its V head's level, which is where ArCHer's advantage can be off by a state's offset.
+Each actor step therefore scores ``actor_batch_size * k`` utterances.
+
+Greedy evaluation is the policy's greedy decode (keep ``algorithm.rerank_at_eval=false``), comparable with the
+other methods' greedy figures.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import torch
+from devkit import parse_run, run_parser
+
+from archer.algorithms.chai import CHAIAlgorithm
+from archer.config import CHAIConfig, RunConfig
+from archer.data.trajectory import TransitionBatch
+from archer.trainer import Trainer, build_trainer
+
+
+def leave_one_out_advantages(scores: torch.Tensor) -> torch.Tensor:
+    """Each sample's score minus the mean of its state's other samples' scores.
+
+    Args:
+        scores: (B, k) scores of k >= 2 samples at each of B states.
+
+    Returns:
+        (B, k) advantages, ``scores[i, j] - mean_{l != j} scores[i, l]``; each row sums to zero.
+    """
+    if scores.dim() != 2 or scores.shape[1] < 2:
+        raise ValueError(f"need (states, k >= 2) scores, got shape {tuple(scores.shape)}")
+    k = scores.shape[1]
+    others_mean = (scores.sum(dim=1, keepdim=True) - scores) / (k - 1)
+    return scores - others_mean
+
+
+def build_group_trainer(cfg: RunConfig) -> Trainer:
+    """``run.py``'s trainer of ``cfg`` (CHAI with ``update_policy``), its actor's advantages taken among
+    ``num_candidates`` samples per state (the module docstring).
+
+    Raises:
+        ValueError: ``cfg`` is not CHAI training its policy, or evaluates by reranking (before anything is built).
+    """
+    algorithm_cfg = cfg.algorithm
+    if not isinstance(algorithm_cfg, CHAIConfig) or not algorithm_cfg.update_policy:
+        raise ValueError(f"needs algorithm=chai with algorithm.update_policy=true, got {algorithm_cfg.name}")
+    if algorithm_cfg.rerank_at_eval:
+        raise ValueError("greedy evaluation must be the policy's own: set algorithm.rerank_at_eval=false")
+    trainer = build_trainer(cfg)
+    algorithm = trainer.algorithm
+    assert isinstance(algorithm, CHAIAlgorithm)
+    k = algorithm_cfg.num_candidates
+    single_sample_step = algorithm.actor_step
+
+    def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
+        # ``actor_step`` below hands the states over k times each, observation-major, as ``candidate_scores`` wants.
+        states = observations[::k]
+        return leave_one_out_advantages(algorithm.candidate_scores(states, actions)).flatten()
+
+    def actor_step(
+        observations: list[str], iteration: int, step: int, cloned: TransitionBatch | None = None
+    ) -> dict[str, float]:
+        repeated = [observation for observation in observations for _ in range(k)]
+        return single_sample_step(repeated, iteration, step, cloned)
+
+    # The instance's own methods are replaced: the run is otherwise exactly run.py's.
+    algorithm.actor_advantages = actor_advantages
+    algorithm.actor_step = actor_step
+    return trainer
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    parser = run_parser(__doc__.split("\n\n")[0], default_config="archer_20q_paper_cpu")
+    args, cfg = parse_run(parser, argv)
+    try:
+        trainer = build_group_trainer(cfg)
+    except ValueError as error:
+        parser.error(f"--config-name {args.config_name}: {error}")
+    return trainer.fit()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
