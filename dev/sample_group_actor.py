@@ -20,7 +20,9 @@ shows the critic has, and not its V head's level, which is where ArCHer's advant
 Each actor step therefore scores ``actor_batch_size * k`` utterances.
 
 Greedy evaluation is the policy's greedy decode (keep ``algorithm.rerank_at_eval=false``), comparable with the
-other methods' greedy figures.
+other methods' greedy figures. Rollouts act as CHAI does, by the critic's pick of k samples (``--acting reranked``,
+the default), or by one sample of the policy as ArCHer's do (``--acting policy``): the actor then trains at the
+states its own play reaches, not at those the critic's picks lead to.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 import torch
 from devkit import parse_run, run_parser
 
+from archer.algorithms.base import Algorithm
 from archer.algorithms.chai import CHAIAlgorithm
 from archer.config import CHAIConfig, RunConfig
 from archer.data.trajectory import TransitionBatch
@@ -53,13 +56,17 @@ def leave_one_out_advantages(scores: torch.Tensor) -> torch.Tensor:
     return scores - others_mean
 
 
-def build_group_trainer(cfg: RunConfig) -> Trainer:
+def build_group_trainer(cfg: RunConfig, acting: str = "reranked") -> Trainer:
     """``run.py``'s trainer of ``cfg`` (CHAI with ``update_policy``), its actor's advantages taken among
-    ``num_candidates`` samples per state (the module docstring).
+    ``num_candidates`` samples per state and its rollouts acting by ``acting``: ``reranked`` (CHAI's pick) or
+    ``policy`` (one policy sample), as the module docstring says.
 
     Raises:
-        ValueError: ``cfg`` is not CHAI training its policy, or evaluates by reranking (before anything is built).
+        ValueError: ``cfg`` is not CHAI training its policy, or evaluates by reranking, or an unknown ``acting``
+            (before anything is built).
     """
+    if acting not in ("reranked", "policy"):
+        raise ValueError(f"acting must be 'reranked' or 'policy', got {acting!r}")
     algorithm_cfg = cfg.algorithm
     if not isinstance(algorithm_cfg, CHAIConfig) or not algorithm_cfg.update_policy:
         raise ValueError(f"needs algorithm=chai with algorithm.update_policy=true, got {algorithm_cfg.name}")
@@ -85,14 +92,23 @@ def build_group_trainer(cfg: RunConfig) -> Trainer:
     # The instance's own methods are replaced: the run is otherwise exactly run.py's.
     algorithm.actor_advantages = actor_advantages
     algorithm.actor_step = actor_step
+    if acting == "policy":
+        # Sampling acts as the plain policy does; greedy evaluation was the policy's own already.
+        algorithm.act = lambda observations, greedy: Algorithm.act(algorithm, observations, greedy)
     return trainer
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser = run_parser(__doc__.split("\n\n")[0], default_config="archer_20q_paper_cpu")
+    parser.add_argument(
+        "--acting",
+        choices=("reranked", "policy"),
+        default="reranked",
+        help="rollouts act by the critic's pick of k policy samples (reranked, CHAI's) or one sample (policy)",
+    )
     args, cfg = parse_run(parser, argv)
     try:
-        trainer = build_group_trainer(cfg)
+        trainer = build_group_trainer(cfg, args.acting)
     except ValueError as error:
         parser.error(f"--config-name {args.config_name}: {error}")
     return trainer.fit()

@@ -88,3 +88,21 @@ def test_refuses_a_run_that_is_not_chai_training_its_policy(group: ModuleType, t
         group.build_group_trainer(compose_run("archer_20q", [*TINY_RUN_OVERRIDES, *reranked]))
     with pytest.raises(SystemExit):
         group.main(["--config-name", "archer_20q", *TINY_RUN_OVERRIDES, f"run_dir={tmp_path / 'r'}"])
+
+
+def test_policy_acting_samples_the_policy_once_and_reranked_acting_asks_the_critic(
+    group: ModuleType, tmp_path: Path
+) -> None:
+    calls: dict[str, list[int]] = {}
+    for acting in ("policy", "reranked"):
+        trainer = group.build_group_trainer(compose_run("archer_20q", _tiny_chai(tmp_path / acting)), acting)
+        scored = calls.setdefault(acting, [])
+        score = trainer.algorithm.candidate_scores
+        trainer.algorithm.candidate_scores = lambda obs, texts, score=score, scored=scored: (
+            scored.append(len(texts)) or score(obs, texts)
+        )
+        states = trainer.env.reset()[:2]
+        assert len(trainer.algorithm.rollout_actor(greedy=False)(states)) == 2
+    assert calls == {"policy": [], "reranked": [6]}
+    with pytest.raises(ValueError, match="acting must be"):
+        group.build_group_trainer(compose_run("archer_20q", _tiny_chai(tmp_path / "x")), "greedy")
