@@ -12,11 +12,11 @@ utterances and gives sample j the advantage
 
     A_j(s) = Qbar(s, a_j) - 1 / (k - 1) * sum_{l != j} Qbar(s, a_l),      Qbar = min(Qbar1, Qbar2) (target critic),
 
-the score CHAI reranks with, against the mean of the state's other samples (a leave-one-out baseline, so each
-sample's advantage is independent of its own score's noise in expectation), instead of ArCHer's
+the score CHAI reranks with, against the mean of the state's other samples (a leave-one-out baseline: it does not
+depend on the sample it is subtracted from, so the policy gradient stays unbiased), instead of ArCHer's
 ``min(Q1, Q2)(s, a~) - min(V1, V2)(s)`` of one sample against the V head. Both estimate the same policy gradient;
-this one needs only the critic's order of the moves the policy samples at a state, which CHAI's reranked play
-shows the critic has, and not its V head's level, which is where ArCHer's advantage can be off by a state's offset.
+this one needs only the differences between the critic's scores of the moves the policy samples at a state (whose
+order CHAI's reranked play shows the critic has), not its V head's level, where ArCHer's can be off by an offset.
 Each actor step therefore scores ``actor_batch_size * k`` utterances.
 
 Greedy evaluation is the policy's greedy decode (keep ``algorithm.rerank_at_eval=false``), comparable with the
