@@ -8,11 +8,12 @@ machine without network)::
     python scripts/gpu_check.py --steps llm_20q --paper-override algorithm.critic.micro_batch_size=32
 
 Steps, in order. Each is timed and its peak GPU memory read (``torch.cuda.max_memory_allocated``, reset before it);
-a step that needs more time than is left before ``--budget-s`` (its ``needs_s``, measured on one H100 on
-2026-11-27) is skipped with a note, a subprocess step is stopped at the budget, and the paper step runs its second
-iteration and its floors only while they fit. The yes/no checks come first, then the paper-scale figures; the 7B
-runs take what is left. The JSON (``--out``) is rewritten after every step, so a run killed half way keeps what it
-measured. Every run sets ``tf32=true`` (TF32 products for the float32 networks; ignored on a CPU).
+a step that needs more time than is left before ``--budget-s`` (its ``needs_s``, measured on one H200 on
+2026-11-28) is skipped with a note, a subprocess step is stopped at the budget, and the paper step runs its second
+iteration and its floors only while they leave the later steps their ``needs_s``. The yes/no checks come first, then
+the paper-scale figures; the 7B runs take what is left. The JSON (``--out``) is rewritten after every step, so a run
+killed half way keeps what it measured. Every run sets ``tf32=true`` (TF32 products for the float32 networks;
+ignored on a CPU).
 
 1. ``requirements``: every package the project imports is there (else: what to install, and exit 1), and a GPU
    is (unless ``--dry-run``);
@@ -137,7 +138,8 @@ class Context:
 @dataclass
 class Step:
     """One step: its name, the seconds it needs at least on one H100 (a guess until measured), and what it runs
-    (``run(context, deadline)`` returns the step's figures; ``deadline`` is a ``time.monotonic()`` value)."""
+    (``run(context, deadline)`` returns the step's figures; ``deadline``, a ``time.monotonic()`` value, is when its
+    optional work must end: ``step_deadline``)."""
 
     name: str
     needs_s: float
@@ -220,7 +222,7 @@ def pytest_summary(output: str) -> str:
 
 
 def run_cuda_tests(context: Context, deadline: float) -> dict[str, Any]:
-    """Step 2: ``pytest -m gpu tests/gpu`` in a subprocess, stopped at ``deadline``; under ``--dry-run`` the same
+    """Step 2: ``pytest -m gpu tests/gpu`` in a subprocess, stopped at the budget's end; under ``--dry-run`` the same
     checks run on the CPU (``ARCHER_TEST_DEVICE=cpu``), so that a check broken by a change elsewhere fails in CI
     rather than on the next GPU."""
     command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests/gpu"]
@@ -228,7 +230,7 @@ def run_cuda_tests(context: Context, deadline: float) -> dict[str, Any]:
     if context.dry_run:
         env["ARCHER_TEST_DEVICE"] = "cpu"
     done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(deadline - time.monotonic(), 1)
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(context.end - time.monotonic(), 1)
     )
     output = done.stdout + done.stderr
     figures = {"command": " ".join(command[1:]), "returncode": done.returncode, "summary": pytest_summary(output)}
@@ -329,7 +331,7 @@ def run_llm_accelerate(context: Context, deadline: float) -> dict[str, Any]:
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(deadline - time.monotonic(), 1)
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=max(context.end - time.monotonic(), 1)
     )
     if done.returncode != 0 or not child_json.is_file():
         output = done.stdout + done.stderr
@@ -384,10 +386,10 @@ def run_paper(context: Context, deadline: float) -> dict[str, Any]:
 
 STEPS = (
     Step("requirements", 0.0, check_requirements),
-    Step("cuda_tests", 50.0, run_cuda_tests),
-    Step("paper_20q", 150.0, run_paper),
-    Step("llm_20q", 215.0, run_llm),
-    Step("llm_20q_accelerate", 220.0, run_llm_accelerate),
+    Step("cuda_tests", 45.0, run_cuda_tests),
+    Step("paper_20q", 280.0, run_paper),
+    Step("llm_20q", 175.0, run_llm),
+    Step("llm_20q_accelerate", 180.0, run_llm_accelerate),
 )
 
 
@@ -443,15 +445,26 @@ def write_report(report: dict[str, Any], out: Path | None) -> None:
 # ---- the command ---------------------------------------------------------------------------------------------------
 
 
+def step_deadline(end: float, now: float, steps: Sequence[Step], scale: float = 1.0) -> float:
+    """The deadline of ``steps[0]``: the budget's ``end`` less the later steps' ``needs_s`` (their reserve), but never
+    sooner than the step's own ``needs_s`` from ``now``.
+
+    A step starts whenever its ``needs_s`` fits before ``end``, so an earlier step is never skipped to keep time for
+    a later one; what it does beyond its minimum (the paper step's second iteration and floors) stops at this
+    deadline, which leaves the later steps their time when there is enough of it.
+    """
+    later = sum(s.needs_s for s in steps[1:]) * scale
+    return max(end - later, now + steps[0].needs_s * scale)
+
+
 def run_steps(context: Context, steps: Sequence[Step], report: dict[str, Any]) -> None:
     """Run ``steps`` in order, each within its share of the budget (module docstring), recording each in
     ``report["steps"]`` and rewriting ``--out`` after each."""
     scale = DRY_RUN_SCALE if context.dry_run else 1.0
     for index, step in enumerate(steps):
-        later = sum(s.needs_s for s in steps[index + 1 :]) * scale
-        deadline = context.end - later
+        deadline = step_deadline(context.end, time.monotonic(), steps[index:], scale)
         needs = step.needs_s * scale
-        left = deadline - time.monotonic()
+        left = context.end - time.monotonic()
         record: dict[str, Any] = {"status": "skipped", "seconds": None, "peak_gpu_gib": None, "note": ""}
         report["steps"][step.name] = record
         if step.name != "requirements" and left < needs:

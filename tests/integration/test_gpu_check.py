@@ -59,6 +59,38 @@ def test_steps_that_do_not_fit_the_budget_are_skipped_with_a_note(tmp_path: Path
     assert json.loads(out.read_text())["steps"]["paper_20q"]["status"] == "skipped"
 
 
+def test_a_step_deadline_keeps_the_later_steps_reserve_but_never_cuts_into_the_steps_own_needs(gpu_check) -> None:
+    steps = [gpu_check.Step(name, needs, None) for name, needs in (("a", 100.0), ("b", 50.0), ("c", 30.0))]
+    assert gpu_check.step_deadline(1000.0, 0.0, steps) == 920.0  # room for all: b and c keep their 80 s
+    assert gpu_check.step_deadline(150.0, 10.0, steps) == 110.0  # too little: a still gets its 100 s
+    assert gpu_check.step_deadline(1000.0, 0.0, steps, scale=0.1) == 992.0
+    assert gpu_check.step_deadline(1000.0, 0.0, steps[2:]) == 1000.0  # the last step: the budget's end
+
+
+def test_an_earlier_step_runs_when_it_fits_though_the_later_ones_then_do_not(tmp_path: Path, gpu_check) -> None:
+    import argparse
+    import time
+
+    deadlines: list[float] = []
+
+    def record(context, deadline: float) -> dict:
+        deadlines.append(deadline)
+        return {"phases_s": {"iteration": 1.0}, "transitions": 1}
+
+    start = time.monotonic()
+    args = argparse.Namespace(budget_s=120.0, dry_run=False, out=None)
+    context = gpu_check.Context(args=args, work_dir=tmp_path, end=start + 120.0)
+    report: dict = {"steps": {}}
+    gpu_check.run_steps(
+        context, [gpu_check.Step("first", 100.0, record), gpu_check.Step("second", 150.0, record)], report
+    )
+    assert report["steps"]["first"]["status"] == "ok"
+    assert report["steps"]["second"]["status"] == "skipped"
+    assert report["steps"]["second"]["note"].endswith("it needs about 150 s")
+    # The first step's optional work ends at its own 100 s, not at the (impossible) reserve for the second.
+    assert len(deadlines) == 1 and start + 100.0 <= deadlines[0] <= time.monotonic() + 100.0
+
+
 def test_a_missing_package_is_named_with_the_install_command(
     tmp_path: Path, gpu_check, monkeypatch: pytest.MonkeyPatch
 ) -> None:
