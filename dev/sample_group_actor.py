@@ -19,6 +19,11 @@ this one needs only the differences between the critic's scores of the moves the
 order CHAI's reranked play shows the critic has), not its V head's level, where ArCHer's can be off by an offset.
 Each actor step therefore scores ``actor_batch_size * k`` utterances.
 
+``--advantage best_of_k`` gives the critic's pick of the k samples (the highest score; the first of equal ones)
+advantage 1 and the others 0: the actor clones the move CHAI's reranking would play, at the same states, whatever
+the size of the score differences (which the leave-one-out advantages keep, and which are small beside the actor's
+KL and cloning terms while the critic is young).
+
 Greedy evaluation is the policy's greedy decode (keep ``algorithm.rerank_at_eval=false``), comparable with the
 other methods' greedy figures. Rollouts act as CHAI does, by the critic's pick of k samples (``--acting reranked``,
 the default), or by one sample of the policy as ArCHer's do (``--acting policy``): the actor then trains at the
@@ -56,17 +61,38 @@ def leave_one_out_advantages(scores: torch.Tensor) -> torch.Tensor:
     return scores - others_mean
 
 
-def build_group_trainer(cfg: RunConfig, acting: str = "reranked") -> Trainer:
+def best_of_k_advantages(scores: torch.Tensor) -> torch.Tensor:
+    """1 for each state's highest-scored sample (the first of equal ones), 0 for the others.
+
+    Args:
+        scores: (B, k) scores of k >= 2 samples at each of B states.
+
+    Returns:
+        (B, k) one-hot rows: REINFORCE with them is the log-likelihood of the critic's pick at each state.
+    """
+    if scores.dim() != 2 or scores.shape[1] < 2:
+        raise ValueError(f"need (states, k >= 2) scores, got shape {tuple(scores.shape)}")
+    return torch.nn.functional.one_hot(scores.argmax(dim=1), scores.shape[1]).to(scores.dtype)
+
+
+#: ``--advantage``: how the k samples' scores become their advantages.
+ADVANTAGES = {"leave_one_out": leave_one_out_advantages, "best_of_k": best_of_k_advantages}
+
+
+def build_group_trainer(cfg: RunConfig, acting: str = "reranked", advantage: str = "leave_one_out") -> Trainer:
     """``run.py``'s trainer of ``cfg`` (CHAI with ``update_policy``), its actor's advantages taken among
-    ``num_candidates`` samples per state and its rollouts acting by ``acting``: ``reranked`` (CHAI's pick) or
-    ``policy`` (one policy sample), as the module docstring says.
+    ``num_candidates`` samples per state by ``advantage`` (a key of ``ADVANTAGES``) and its rollouts acting by
+    ``acting``: ``reranked`` (CHAI's pick) or ``policy`` (one policy sample), as the module docstring says.
 
     Raises:
-        ValueError: ``cfg`` is not CHAI training its policy, or evaluates by reranking, or an unknown ``acting``
-            (before anything is built).
+        ValueError: ``cfg`` is not CHAI training its policy, or evaluates by reranking, or an unknown ``acting`` or
+            ``advantage`` (before anything is built).
     """
     if acting not in ("reranked", "policy"):
         raise ValueError(f"acting must be 'reranked' or 'policy', got {acting!r}")
+    if advantage not in ADVANTAGES:
+        raise ValueError(f"advantage must be one of {sorted(ADVANTAGES)}, got {advantage!r}")
+    transform = ADVANTAGES[advantage]
     algorithm_cfg = cfg.algorithm
     if not isinstance(algorithm_cfg, CHAIConfig) or not algorithm_cfg.update_policy:
         raise ValueError(f"needs algorithm=chai with algorithm.update_policy=true, got {algorithm_cfg.name}")
@@ -81,7 +107,7 @@ def build_group_trainer(cfg: RunConfig, acting: str = "reranked") -> Trainer:
     def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
         # ``actor_step`` below hands the states over k times each, observation-major, as ``candidate_scores`` wants.
         states = observations[::k]
-        return leave_one_out_advantages(algorithm.candidate_scores(states, actions)).flatten()
+        return transform(algorithm.candidate_scores(states, actions)).flatten()
 
     def actor_step(
         observations: list[str], iteration: int, step: int, cloned: TransitionBatch | None = None
@@ -106,9 +132,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         default="reranked",
         help="rollouts act by the critic's pick of k policy samples (reranked, CHAI's) or one sample (policy)",
     )
+    parser.add_argument(
+        "--advantage",
+        choices=sorted(ADVANTAGES),
+        default="leave_one_out",
+        help="each sample's score less its state's other samples' mean (leave_one_out), or 1 for the critic's pick "
+        "and 0 for the others (best_of_k)",
+    )
     args, cfg = parse_run(parser, argv)
     try:
-        trainer = build_group_trainer(cfg, args.acting)
+        trainer = build_group_trainer(cfg, args.acting, args.advantage)
     except ValueError as error:
         parser.error(f"--config-name {args.config_name}: {error}")
     return trainer.fit()

@@ -49,6 +49,25 @@ def test_leave_one_out_advantages_by_hand(group: ModuleType) -> None:
         group.leave_one_out_advantages(torch.tensor([[1.0], [2.0]]))
 
 
+def test_best_of_k_advantages_by_hand(group: ModuleType) -> None:
+    scores = torch.tensor([[1.0, 2.0, 6.0], [0.5, 0.5, 0.5], [-1.0, -3.0, -2.0]])
+    # The highest score per row; equal scores pick the first.
+    expected = torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    assert torch.equal(group.best_of_k_advantages(scores), expected)
+    with pytest.raises(ValueError, match="k >= 2"):
+        group.best_of_k_advantages(torch.tensor([1.0, 2.0]))
+
+
+def test_best_of_k_gives_the_critics_pick_the_advantage(group: ModuleType, tmp_path: Path) -> None:
+    trainer = group.build_group_trainer(compose_run("archer_20q", _tiny_chai(tmp_path)), advantage="best_of_k")
+    algorithm = trainer.algorithm
+    state = trainer.env.reset()[0]
+    actions = ["Is it a dog?", "Is it alive?", "Is it a car?"]
+    got = algorithm.actor_advantages([state] * 3, actions)
+    pick = algorithm.candidate_scores([state], actions)[0].argmax().item()
+    assert got.tolist() == [1.0 if j == pick else 0.0 for j in range(3)]
+
+
 def test_the_actor_scores_k_samples_per_state_with_the_target_critic(group: ModuleType, tmp_path: Path) -> None:
     trainer = group.build_group_trainer(compose_run("archer_20q", _tiny_chai(tmp_path)))
     algorithm = trainer.algorithm
@@ -106,3 +125,5 @@ def test_policy_acting_samples_the_policy_once_and_reranked_acting_asks_the_crit
     assert calls == {"policy": [], "reranked": [6]}
     with pytest.raises(ValueError, match="acting must be"):
         group.build_group_trainer(compose_run("archer_20q", _tiny_chai(tmp_path / "x")), "greedy")
+    with pytest.raises(ValueError, match="advantage must be one of"):
+        group.build_group_trainer(compose_run("archer_20q", _tiny_chai(tmp_path / "y")), "policy", "softmax")
