@@ -114,7 +114,10 @@ class CriticLearner:
         batch = batch.to(self.accelerator.device)
         done = done_flags(batch, settings.bootstrap_on_truncation)
         size = len(batch)
-        records, values = [], {"q1": [], "v1": [], "target_q1": []}
+        # Kept on the device until the step's end: reading a loss after each micro-batch would make the host wait for
+        # the GPU before it could queue the next micro-batch's work.
+        records: dict[str, list[torch.Tensor]] = {}
+        values: dict[str, list[torch.Tensor]] = {"q1": [], "v1": [], "target_q1": []}
         lengths = [len(text) for text in batch.observations]
         self.critic.train(self.dropout)
         try:
@@ -135,20 +138,21 @@ class CriticLearner:
                 q1, q2 = self.critic.q_values(observations, [batch.actions[i] for i in rows], obs_emb)
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
                 loss, parts = self.loss(q1, q2, v1, v2, q1_target, q2_target, target_q1, target_q2)
-                check_finite(loss, "critic loss", iteration, step)
                 accumulate(self.accelerator, loss, len(rows), size)
                 # Losses weighted by their micro-batch's share: their sum is the batch's loss whatever the grouping.
                 share = len(rows) / size
-                records.append(
-                    {"critic/loss": loss.item() * share, **{f"critic/{k}": float(v) * share for k, v in parts.items()}}
-                )
+                for key, part in (("loss", loss), *parts.items()):
+                    records.setdefault(f"critic/{key}", []).append(torch.as_tensor(part).detach() * share)
                 for name, tensor in (("q1", q1), ("v1", v1), ("target_q1", q1_target)):
                     values[name].append(tensor.detach())
         finally:
             self.critic.eval()
+        sums = torch.stack([torch.stack(parts).sum() for parts in records.values()])
+        # A sum over micro-batches is finite only if each of their losses is; checked before the optimizer step.
+        check_finite(sums[0], "critic loss", iteration, step)
         grad_norm = clip_and_step(self.accelerator, self.optimizer, self.critic.parameters(), self.max_grad_norm)
         soft_update(self.target_critic, self.critic, settings.tau)
-        metrics = {key: sum(record[key] for record in records) for key in records[0]}
+        metrics = dict(zip(records, sums.tolist(), strict=True))
         for name, parts in values.items():
             metrics.update(summary_stats(f"critic/{name}", torch.cat(parts)))
         metrics["critic/grad_norm"] = grad_norm

@@ -333,6 +333,28 @@ def test_one_archer_critic_step_hand_built_targets_and_loss(
     assert metrics["critic/loss"] == pytest.approx(loss, abs=1e-5)
 
 
+def test_a_non_finite_critic_loss_stops_the_step_before_any_weight_moves() -> None:
+    critic = _LookupCritic(ONLINE_Q, ONLINE_V)
+    calls: list[int] = []
+
+    def nan_in_the_second_micro_batch(*args: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        loss, parts = archer_critic_loss(*args)
+        calls.append(len(args[0]))
+        return (loss * float("nan") if len(calls) == 2 else loss), parts
+
+    settings = CriticTrainingConfig(lr=0.1, gamma=0.9, tau=0.5, micro_batch_size=2)
+    learner = CriticLearner(
+        ArcherConfig(critic=settings), critic, Accelerator(cpu=True), nan_in_the_second_micro_batch
+    )
+    online = copy.deepcopy(critic.state_dict())
+    target = copy.deepcopy(learner.target_critic.state_dict())
+    with pytest.raises(FloatingPointError, match="critic loss is nan at iteration 4, step 7"):
+        learner.step(_hand_batch(), ["b0", "b1", "b2"], iteration=4, step=7)
+    assert calls == [2, 1]  # both micro-batches ran; the check comes before Adam's step and the Polyak update
+    assert all(torch.equal(online[k], v) for k, v in critic.state_dict().items())
+    assert all(torch.equal(target[k], v) for k, v in learner.target_critic.state_dict().items())
+
+
 def test_one_archer_critic_step_adam_and_polyak_by_hand() -> None:
     learner, critic, _ = _hand_learner(bootstrap_on_truncation=False)
     metrics = learner.step(_hand_batch(), ["b0", "b1", "b2"], iteration=1, step=0)
