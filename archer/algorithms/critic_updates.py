@@ -123,17 +123,8 @@ class CriticLearner:
         try:
             # Rows of similar lengths share a micro-batch (less padding), each micro-batch in batch order.
             for rows in map(sorted, micro_batches_by_length(range(size), lengths, settings.micro_batch_size)):
-                index = torch.tensor(rows, device=batch.rewards.device)
                 observations = [batch.observations[i] for i in rows]
-                with torch.no_grad():
-                    target = self.target_critic
-                    target_q1, target_q2 = target.q_values(observations, [v_target_actions[i] for i in rows])
-                    next_v1, next_v2 = target.v_from_embeddings(
-                        target.embed([batch.next_observations[i] for i in rows])
-                    )
-                    rewards, row_done = batch.rewards[index], done[index]
-                    q1_target = td_q_targets(rewards, row_done, next_v1, settings.gamma)
-                    q2_target = td_q_targets(rewards, row_done, next_v2, settings.gamma)
+                q1_target, q2_target, target_q1, target_q2 = self.targets(batch, rows, v_target_actions, done)
                 obs_emb = self.critic.embed(observations)
                 q1, q2 = self.critic.q_values(observations, [batch.actions[i] for i in rows], obs_emb)
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
@@ -159,6 +150,27 @@ class CriticLearner:
         metrics["critic/lr"] = settings.lr
         metrics["critic/tau"] = settings.tau
         return metrics
+
+    @torch.no_grad()
+    def targets(
+        self, batch: TransitionBatch, rows: list[int], v_target_actions: list[str], done: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        """The target critic's regression targets for ``rows`` of ``batch``: the twin Q targets
+        ``r + gamma * (1 - done) * Vbar_i(s')`` and the twin ``Qbar_i(s, a~)`` at ``v_target_actions``, the V
+        targets (``step``'s loss receives both)."""
+        target = self.target_critic
+        index = torch.tensor(rows, device=batch.rewards.device)
+        target_q1, target_q2 = target.q_values(
+            [batch.observations[i] for i in rows], [v_target_actions[i] for i in rows]
+        )
+        next_v1, next_v2 = target.v_from_embeddings(target.embed([batch.next_observations[i] for i in rows]))
+        rewards, row_done, gamma = batch.rewards[index], done[index], self.settings.gamma
+        return (
+            td_q_targets(rewards, row_done, next_v1, gamma),
+            td_q_targets(rewards, row_done, next_v2, gamma),
+            target_q1,
+            target_q2,
+        )
 
     @torch.no_grad()
     def advantages(
