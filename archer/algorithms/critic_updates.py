@@ -133,7 +133,7 @@ class CriticLearner:
                 # Losses weighted by their micro-batch's share: their sum is the batch's loss whatever the grouping.
                 share = len(rows) / size
                 for key, part in (("loss", loss), *parts.items()):
-                    records.setdefault(f"critic/{key}", []).append(torch.as_tensor(part).detach() * share)
+                    records.setdefault(f"critic/{key}", []).append(part.detach() * share)
                 for name, tensor in (("q1", q1), ("v1", v1), ("target_q1", q1_target)):
                     values[name].append(tensor.detach())
         finally:
