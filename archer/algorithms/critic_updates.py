@@ -119,12 +119,15 @@ class CriticLearner:
         records: dict[str, list[torch.Tensor]] = {}
         values: dict[str, list[torch.Tensor]] = {"q1": [], "v1": [], "target_q1": []}
         lengths = [len(text) for text in batch.observations]
+        q1_targets, q2_targets, v1_targets, v2_targets = self.targets(batch, v_target_actions, done)
         self.critic.train(self.dropout)
         try:
             # Rows of similar lengths share a micro-batch (less padding), each micro-batch in batch order.
             for rows in map(sorted, micro_batches_by_length(range(size), lengths, settings.micro_batch_size)):
                 observations = [batch.observations[i] for i in rows]
-                q1_target, q2_target, target_q1, target_q2 = self.targets(batch, rows, v_target_actions, done)
+                index = torch.tensor(rows, device=q1_targets.device)
+                q1_target, q2_target = q1_targets[index], q2_targets[index]
+                target_q1, target_q2 = v1_targets[index], v2_targets[index]
                 obs_emb = self.critic.embed(observations)
                 q1, q2 = self.critic.q_values(observations, [batch.actions[i] for i in rows], obs_emb)
                 v1, v2 = self.critic.v_from_embeddings(obs_emb)
@@ -153,24 +156,42 @@ class CriticLearner:
 
     @torch.no_grad()
     def targets(
-        self, batch: TransitionBatch, rows: list[int], v_target_actions: list[str], done: torch.Tensor
+        self, batch: TransitionBatch, v_target_actions: list[str], done: torch.Tensor
     ) -> tuple[torch.Tensor, ...]:
-        """The target critic's regression targets for ``rows`` of ``batch``: the twin Q targets
+        """The target critic's regression targets for every row of ``batch``: the twin Q targets
         ``r + gamma * (1 - done) * Vbar_i(s')`` and the twin ``Qbar_i(s, a~)`` at ``v_target_actions``, the V
-        targets (``step``'s loss receives both)."""
+        targets (``step``'s loss receives both), each (B,) in batch order.
+
+        The target critic runs in passes of ``target_micro_batch_size`` rows of similar lengths: it takes no
+        gradient, so its passes need not be as small as the online critic's micro-batches."""
         target = self.target_critic
-        index = torch.tensor(rows, device=batch.rewards.device)
-        target_q1, target_q2 = target.q_values(
-            [batch.observations[i] for i in rows], [v_target_actions[i] for i in rows]
-        )
-        next_v1, next_v2 = target.v_from_embeddings(target.embed([batch.next_observations[i] for i in rows]))
-        rewards, row_done, gamma = batch.rewards[index], done[index], self.settings.gamma
-        return (
-            td_q_targets(rewards, row_done, next_v1, gamma),
-            td_q_targets(rewards, row_done, next_v2, gamma),
-            target_q1,
-            target_q2,
-        )
+        rows_per_pass = self.settings.target_micro_batch_size or self.settings.micro_batch_size
+        lengths = [len(text) for text in batch.observations]
+        passes = micro_batches_by_length(range(len(batch)), lengths, rows_per_pass)
+        parts: list[tuple[torch.Tensor, ...]] = []
+        for rows in passes:
+            index = torch.tensor(rows, device=batch.rewards.device)
+            target_q1, target_q2 = target.q_values(
+                [batch.observations[i] for i in rows], [v_target_actions[i] for i in rows]
+            )
+            next_v1, next_v2 = target.v_from_embeddings(target.embed([batch.next_observations[i] for i in rows]))
+            rewards, row_done, gamma = batch.rewards[index], done[index], self.settings.gamma
+            parts.append(
+                (
+                    td_q_targets(rewards, row_done, next_v1, gamma),
+                    td_q_targets(rewards, row_done, next_v2, gamma),
+                    target_q1,
+                    target_q2,
+                )
+            )
+        order = torch.tensor([i for rows in passes for i in rows], device=batch.rewards.device)
+        in_batch_order = []
+        for column in zip(*parts, strict=True):
+            values = torch.cat(column)
+            placed = torch.empty_like(values)
+            placed[order] = values
+            in_batch_order.append(placed)
+        return tuple(in_batch_order)
 
     @torch.no_grad()
     def advantages(

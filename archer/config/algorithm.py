@@ -83,6 +83,9 @@ class CriticTrainingConfig:
             Monte-Carlo returns an online run's replay buffer stores.
         tau: Polyak rate of the target critic, updated after every critic step (0.1; OfflineArcher: 0.05).
         micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
+        target_micro_batch_size: rows per pass of the target critic when a step computes its regression targets
+            (no gradient, so a GPU can take far more rows than ``micro_batch_size``); the micro-batch size when
+            unset. Speed only: the targets are the same whatever the passes.
         bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the paper and the references
             treat them as terminal: false).
     """
@@ -91,6 +94,7 @@ class CriticTrainingConfig:
     gamma: float = 0.95
     tau: float = 0.1
     micro_batch_size: int = 8
+    target_micro_batch_size: int | None = None
     bootstrap_on_truncation: bool = False
 
     def validate(self, prefix: str = "algorithm.critic") -> None:
@@ -98,6 +102,11 @@ class CriticTrainingConfig:
         check(0 < self.gamma <= 1, f"{prefix}.gamma", "must be in (0, 1]")
         check(0 < self.tau <= 1, f"{prefix}.tau", "must be in (0, 1]")
         check(self.micro_batch_size > 0, f"{prefix}.micro_batch_size", "must be positive")
+        check(
+            self.target_micro_batch_size is None or self.target_micro_batch_size > 0,
+            f"{prefix}.target_micro_batch_size",
+            "must be positive (or null: the micro-batch size)",
+        )
 
 
 @dataclass

@@ -18,6 +18,7 @@ from archer.algorithms.critic_updates import CriticLearner, done_flags
 from archer.algorithms.losses import archer_critic_loss, iql_critic_loss
 from archer.algorithms.offline_filtered_bc import buffer_episodes
 from archer.config import ArcherConfig, BCConfig, CriticConfig, CriticTrainingConfig
+from archer.config.checks import ConfigError
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory, TransitionBatch
 from archer.models.critic import DoubleCritic, build_critic
@@ -109,7 +110,9 @@ def test_the_step_does_not_depend_on_how_rows_are_grouped_into_micro_batches(
 ) -> None:
     # Rows grouped by length (3 + 1 rows here) give the whole batch's loss, gradient, metrics and updates.
     twin = copy.deepcopy(critic)
-    grouped, whole = _learner(critic, loss, micro_batch_size=3), _learner(twin, loss, micro_batch_size=4)
+    # The grouped side also computes its targets in passes of 2 rows, the whole side in one pass.
+    grouped = _learner(critic, loss, micro_batch_size=3, target_micro_batch_size=2)
+    whole = _learner(twin, loss, micro_batch_size=4)
     batch = buffer.get(np.arange(4))
     assert len({len(obs) for obs in batch.observations}) > 1
     sampled = ["Is it a cat?", "Is it a pen?", "Is it red?", "Is it small?"]
@@ -274,7 +277,7 @@ def _hand_batch() -> TransitionBatch:
     )
 
 
-def _hand_learner(bootstrap_on_truncation: bool) -> tuple[CriticLearner, _LookupCritic, list[tuple]]:
+def _hand_learner(bootstrap_on_truncation: bool, **changes) -> tuple[CriticLearner, _LookupCritic, list[tuple]]:
     critic = _LookupCritic(ONLINE_Q, ONLINE_V)
     seen: list[tuple] = []
 
@@ -283,7 +286,10 @@ def _hand_learner(bootstrap_on_truncation: bool) -> tuple[CriticLearner, _Lookup
         return archer_critic_loss(*args)
 
     settings = CriticTrainingConfig(
-        lr=0.1, gamma=0.9, tau=0.5, micro_batch_size=3, bootstrap_on_truncation=bootstrap_on_truncation
+        **(
+            dict(lr=0.1, gamma=0.9, tau=0.5, micro_batch_size=3, bootstrap_on_truncation=bootstrap_on_truncation)
+            | changes
+        )
     )
     learner = CriticLearner(ArcherConfig(critic=settings), critic, Accelerator(cpu=True), recording_loss)
     with torch.no_grad():
@@ -331,6 +337,25 @@ def test_one_archer_critic_step_hand_built_targets_and_loss(
     assert metrics["critic/v1_loss"] == pytest.approx(0.58, abs=1e-5)
     assert metrics["critic/v2_loss"] == pytest.approx(0.26, abs=1e-5)
     assert metrics["critic/loss"] == pytest.approx(loss, abs=1e-5)
+
+
+@pytest.mark.parametrize("target_micro_batch_size", [1, 2, 64])
+def test_the_target_critic_passes_give_the_same_targets_in_batch_order(target_micro_batch_size: int) -> None:
+    # The hand case's targets (see above, without bootstrapping) whatever the target critic's passes: one row per
+    # pass, a pass of 2 and one of 1, one pass of all three.
+    learner, _, seen = _hand_learner(False, target_micro_batch_size=target_micro_batch_size)
+    learner.step(_hand_batch(), ["b0", "b1", "b2"], iteration=1, step=0)
+    (*_, y_q1, y_q2, y_v1, y_v2) = seen[0]
+    assert y_q1.tolist() == pytest.approx([0.8, 0.0, -1.0], abs=1e-6)
+    assert y_q2.tolist() == pytest.approx([2.6, 0.0, -1.0], abs=1e-6)
+    assert y_v1.tolist() == pytest.approx([0.3, 1.5, -2.0], abs=1e-6)
+    assert y_v2.tolist() == pytest.approx([0.7, 1.2, -2.5], abs=1e-6)
+
+
+def test_target_micro_batch_size_must_be_positive_or_unset() -> None:
+    CriticTrainingConfig(target_micro_batch_size=None).validate()
+    with pytest.raises(ConfigError, match="algorithm.critic.target_micro_batch_size"):
+        CriticTrainingConfig(target_micro_batch_size=0).validate()
 
 
 def test_a_non_finite_critic_loss_stops_the_step_before_any_weight_moves() -> None:
