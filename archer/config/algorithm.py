@@ -85,7 +85,7 @@ class CriticTrainingConfig:
         micro_batch_size: rows per critic forward/backward; gradients are averaged over micro-batches.
         target_micro_batch_size: rows per pass of the target critic when a step computes its regression targets
             (no gradient, so a GPU can take far more rows than ``micro_batch_size``); the micro-batch size when
-            unset. Speed only: the targets are the same whatever the passes.
+            unset. Speed only: the targets are the same whatever the passes, up to float rounding.
         bootstrap_on_truncation: bootstrap through episodes cut by the turn limit (the paper and the references
             treat them as terminal: false).
     """
