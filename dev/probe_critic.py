@@ -55,8 +55,9 @@ critic batch size and learning rate, and probes it every ``--fit-every`` steps. 
 examples and change only the target: ``sampled`` is one played move's ``r + gamma V*(s')`` (the noise of a single
 transition, as TD sees it); ``bootstrapped`` is ``r + gamma max_a' Qbar(s', a')`` from the critic's own Polyak
 target (TD's bootstrapping, towards optimal play); ``policy`` scores the next state at a sample of the run's
-starting policy instead of its best move (ArCHer's target: the values of that policy). A critic that passes here
-and fails after a run is limited by what its training gives it, not by what it can represent.
+starting policy instead of its best move (ArCHer's target: the values of that policy; with ``--fit-policy-samples
+K``, at the best of K samples by the critic's target copy: CHAI's approximate max backup). A critic that passes
+here and fails after a run is limited by what its training gives it, not by what it can represent.
 
 On Sokoban and FrozenLake ``--fit-optimal N`` fits the exact values (``--fit-targets exact`` only) of the four moves
 at N positions played as ``--states-from`` says (seed ``--seed`` + 1, none of them a probe position), and adds two
@@ -79,6 +80,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from critic_probe import (
@@ -124,6 +126,10 @@ from archer.models.critic import DoubleCritic, soft_update
 from archer.trainer import Trainer, build_trainer
 
 log = logging.getLogger("probe_critic")
+
+Drawn = TypeVar("Drawn")
+"""What ``drawn_once`` keeps per observation: one move, or a list of them."""
+
 ALL_QUESTIONS = [phrasings[0].text for phrasings in PROPERTY_PHRASINGS.values()]
 
 
@@ -196,6 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --fit-targets policy: draw the policy's move at each next state once and keep it (as the "
         "trainer's algorithm.v_target_pool draws its samples once per critic phase), not afresh at every use",
     )
+    parser.add_argument(
+        "--fit-policy-samples",
+        type=int,
+        default=1,
+        metavar="K",
+        help="with --fit-targets policy: score the next state at the best by Qbar of K policy samples (CHAI's "
+        "approximate max backup; 1: ArCHer's single sample)",
+    )
     return parser
 
 
@@ -217,6 +231,8 @@ def parse_args(
         parser.error("--fit-moves and --fit-sample-once shape a fit: give --fit-optimal N")
     if args.fit_sample_once and args.fit_targets != "policy":
         parser.error("--fit-sample-once keeps the policy's samples: only with --fit-targets policy")
+    if args.fit_policy_samples < 1 or (args.fit_policy_samples > 1 and args.fit_targets != "policy"):
+        parser.error("--fit-policy-samples must be >= 1, and above 1 only with --fit-targets policy")
     env = probe_env(parser, cfg, args.config_name, args.seed)
     if isinstance(env, GridGameEnv) and args.policy_returns:
         parser.error(f"--policy-returns probes Twenty Questions; {args.config_name} plays {cfg.env.name}")
@@ -403,8 +419,9 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
         sample_moves = None
         if args.fit_targets == "policy":
 
-            def sample_moves(observations: list[str]) -> list[str]:
-                return list(algorithm.act(observations, greedy=False))
+            def sample_moves(observations: list[str]) -> list[list[str]]:
+                draws = [algorithm.act(observations, greedy=False) for _ in range(args.fit_policy_samples)]
+                return [list(moves) for moves in zip(*draws, strict=True)]
 
             if args.fit_sample_once:
                 sample_moves = drawn_once(sample_moves)
@@ -515,12 +532,12 @@ def fit_optimal_grid(trainer: Trainer, env: GridGameEnv, args: argparse.Namespac
     return figures | {"fit/loss": loss, "fit/states": float(len(fitted)), "fit/examples": float(len(value))}
 
 
-def drawn_once(sample_moves: Callable[[list[str]], list[str]]) -> Callable[[list[str]], list[str]]:
-    """``sample_moves`` (observations in, one move each out) drawing once per distinct observation: later calls
-    reuse the move first drawn there."""
-    drawn: dict[str, str] = {}
+def drawn_once(sample_moves: Callable[[list[str]], list[Drawn]]) -> Callable[[list[str]], list[Drawn]]:
+    """``sample_moves`` (observations in, one draw each out) drawing once per distinct observation: later calls
+    reuse what was first drawn there."""
+    drawn: dict[str, Drawn] = {}
 
-    def once(observations: list[str]) -> list[str]:
+    def once(observations: list[str]) -> list[Drawn]:
         new = list(dict.fromkeys(o for o in observations if o not in drawn))
         if new:
             drawn.update(zip(new, sample_moves(new), strict=True))
@@ -534,14 +551,15 @@ def bootstrapped_targets(
     target_critic: DoubleCritic,
     gamma: float,
     rng: random.Random,
-    sample_moves: Callable[[list[str]], list[str]] | None = None,
+    sample_moves: Callable[[list[str]], list[list[str]]] | None = None,
 ) -> Callable[[list[tuple[str, str]]], list[float]]:
     """TD targets with the critic's own values: each move is played once against a hidden word drawn among those
     the history allows, and scored ``r + gamma * max_a' min(Qbar1, Qbar2)(s', a')`` over the next state's guesses
     of every word and its four most even splitting questions (0 when the guess wins): fitted Q-iteration towards
     optimal play, on the same examples as the exact fit, so only the bootstrapping differs. With ``sample_moves``
-    (next observations in, one move each out: a policy's samples), ``a'`` is that move instead of the best one:
-    ArCHer's ``r + gamma Vbar(s')`` with ``Vbar(s') = Qbar(s', a~)``, the values of that policy."""
+    (next observations in, a policy's samples at each out), ``a'`` is the best of those samples instead: with one,
+    ArCHer's ``r + gamma Vbar(s')`` with ``Vbar(s') = Qbar(s', a~)``, the values of that policy; with k, CHAI's
+    approximate max backup."""
     oracle = KnowledgeBaseOracle()
     words = env.words
 
@@ -563,11 +581,11 @@ def bootstrapped_targets(
             if sample_moves is None:
                 moves_at.append([guess_phrasings(word)[0] for word in words] + splitting_questions(after, words)[:4])
             else:
-                moves_at.append([])  # filled below, one sample per next state
+                moves_at.append([])  # filled below with the samples at each next state
         if sample_moves is not None:
             live = [i for i, n in enumerate(nexts) if n is not None]
             for i, sampled in zip(live, sample_moves([nexts[i] for i in live]) if live else [], strict=True):
-                moves_at[i] = [sampled]
+                moves_at[i] = list(sampled)
         rows = [(n, m) for n, moves in zip(nexts, moves_at, strict=True) if n is not None for m in moves]
         scores = pair_values(target_critic, [n for n, _ in rows], [m for _, m in rows]) if rows else []
         out, k = [], 0

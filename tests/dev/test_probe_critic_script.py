@@ -81,10 +81,19 @@ def test_probe_script_fits_an_untrained_critic_to_optimal_values(tmp_path: Path)
     assert not (tmp_path / "run").exists()  # no run is needed, and none is written
     bootstrapped = probe.main([*args, "--fit-targets", "bootstrapped"])
     assert bootstrapped["fit/examples"] == figures["fit/examples"] and bootstrapped["fit/loss"] >= 0.0
+    # CHAI's target: the best of 2 samples of the starting policy at each next state, drawn once.
+    best_of_two = probe.main([*args, "--fit-targets", "policy", "--fit-policy-samples", "2", "--fit-sample-once"])
+    assert best_of_two["fit/examples"] == figures["fit/examples"] and best_of_two["fit/loss"] >= 0.0
     # Two moves per state, as a replay buffer holds, at distinct states.
     sparse = probe.main([*args, "--fit-moves", "2"])
     assert sparse["fit/examples"] == 2 * sparse["fit/states"] and 0 < sparse["fit/states"] <= 6
-    for wrong in (["--fit-moves", "-1"], ["--fit-sample-once"]):  # the second without --fit-targets policy
+    # --fit-sample-once and --fit-policy-samples 2 without --fit-targets policy; no sample at all.
+    for wrong in (
+        ["--fit-moves", "-1"],
+        ["--fit-sample-once"],
+        ["--fit-policy-samples", "2"],
+        ["--fit-targets", "policy", "--fit-policy-samples", "0"],
+    ):
         with pytest.raises(SystemExit):
             probe.main([*args, *wrong])
     with pytest.raises(SystemExit):
@@ -127,11 +136,22 @@ def test_bootstrapped_targets_are_r_plus_gamma_times_the_best_next_move_by_hand(
 
     def policy(observations):
         asked.extend(observations)
-        return ["Does it bark?"] * len(observations)
+        return [["Does it bark?"]] * len(observations)
 
     sampled = probe.bootstrapped_targets(env, Table(), 0.9, random.Random(0), policy)
     assert sampled([("Questions:\n", "Does it have wool?")] * 3) == [pytest.approx(-3.7)] * 3
     assert asked == ["Questions:\nDoes it have wool? No.\n"] * 3  # the next observations, as the env shows them
+
+    # With k samples, the best of them by the table (CHAI's max backup): a pen (-0.5) over a question (-3), so
+    # -1 + 0.9 * -0.5 = -1.45; a dog (-2) over a question: -1 + 0.9 * -2 = -2.8.
+    def policy_of_two(observations):
+        return [["Does it bark?", "Is it a pen?"], ["Is it a dog?", "Does it bark?"]][: len(observations)]
+
+    best_of_two = probe.bootstrapped_targets(env, Table(), 0.9, random.Random(0), policy_of_two)
+    assert best_of_two([("Questions:\n", "Is it alive?"), ("Questions:\n", "Does it have wool?")]) == [
+        pytest.approx(-1.45),
+        pytest.approx(-2.8),
+    ]
 
 
 def test_drawn_once_asks_the_policy_once_per_distinct_state() -> None:
