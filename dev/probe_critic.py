@@ -42,8 +42,9 @@ them) N times for each word the history still allows as the hidden word (the cri
 word, so its values average over them) and lets the run's sampling policy finish each game: the mean discounted
 returns are the policy's own move values (Monte Carlo ``Q^pi``), what a perfect critic of that policy would
 score. The same figures computed on those returns (``truth/*``) say how much of the game's ordering the policy's
-values carry at all, and ``probe/pair_agreement`` is the fraction of move pairs (whose returns differ by more
-than ``--margin``) that the critic orders as the returns do.
+values carry at all, ``truth_optimal/*`` rank the moves by those returns against their exact optimal values (the
+order ArCHer's target, the policy's own values, could teach at best), and ``probe/pair_agreement`` is the fraction
+of move pairs (whose returns differ by more than ``--margin``) that the critic orders as the returns do.
 
 ``--fit-optimal N`` asks a different question: can the configured critic's architecture rank the moves at all? It
 builds the critic untrained (no run needed), regresses its Q heads on the game's exact optimal move values
@@ -56,7 +57,9 @@ examples and change only the target: ``sampled`` is one played move's ``r + gamm
 transition, as TD sees it); ``bootstrapped`` is ``r + gamma max_a' Qbar(s', a')`` from the critic's own Polyak
 target (TD's bootstrapping, towards optimal play); ``policy`` scores the next state at a sample of the run's
 starting policy instead of its best move (ArCHer's target: the values of that policy; with ``--fit-policy-samples
-K``, at the best of K samples by the critic's target copy: CHAI's approximate max backup). A critic that passes
+K``, at the best of K samples by the critic's target copy: CHAI's approximate max backup). ``--fit-double-q``
+takes either max across the target's two heads, each picking the move the other values (double Q-learning),
+instead of over their minimum. A critic that passes
 here and fails after a run is limited by what its training gives it, not by what it can represent.
 
 On Sokoban and FrozenLake ``--fit-optimal N`` fits the exact values (``--fit-targets exact`` only) of the four moves
@@ -89,7 +92,6 @@ from critic_probe import (
     fit_to_move_values,
     move_values,
     optimal_ranking,
-    pair_values,
     pairwise_agreement,
     policy_figures,
     policy_scorer,
@@ -210,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --fit-targets policy: score the next state at the best by Qbar of K policy samples (CHAI's "
         "approximate max backup; 1: ArCHer's single sample)",
     )
+    parser.add_argument(
+        "--fit-double-q",
+        action="store_true",
+        help="with --fit-targets bootstrapped, or policy with --fit-policy-samples above 1: take the max across the "
+        "target's two heads (each picks, the other values: double Q-learning) instead of over min(Qbar1, Qbar2)",
+    )
     return parser
 
 
@@ -227,12 +235,14 @@ def parse_args(
         parser.error("--fit-optimal, --fit-every and --fit-moves must be >= 0, --fit-steps positive")
     if args.fit_optimal and (args.policy_returns or args.online):
         parser.error("--fit-optimal probes a freshly fitted critic: no --policy-returns, --online")
-    if (args.fit_moves or args.fit_sample_once) and not args.fit_optimal:
-        parser.error("--fit-moves and --fit-sample-once shape a fit: give --fit-optimal N")
+    if (args.fit_moves or args.fit_sample_once or args.fit_double_q) and not args.fit_optimal:
+        parser.error("--fit-moves, --fit-sample-once and --fit-double-q shape a fit: give --fit-optimal N")
     if args.fit_sample_once and args.fit_targets != "policy":
         parser.error("--fit-sample-once keeps the policy's samples: only with --fit-targets policy")
     if args.fit_policy_samples < 1 or (args.fit_policy_samples > 1 and args.fit_targets != "policy"):
         parser.error("--fit-policy-samples must be >= 1, and above 1 only with --fit-targets policy")
+    if args.fit_double_q and not (args.fit_targets == "bootstrapped" or args.fit_policy_samples > 1):
+        parser.error("--fit-double-q changes a max: only with --fit-targets bootstrapped or --fit-policy-samples > 1")
     env = probe_env(parser, cfg, args.config_name, args.seed)
     if isinstance(env, GridGameEnv) and args.policy_returns:
         parser.error(f"--policy-returns probes Twenty Questions; {args.config_name} plays {cfg.env.name}")
@@ -427,7 +437,7 @@ def fit_optimal(trainer: Trainer, env: TwentyQuestionsEnv, args: argparse.Namesp
                 sample_moves = drawn_once(sample_moves)
 
         gamma = trainer.cfg.algorithm.critic.gamma
-        targets = bootstrapped_targets(env, target_critic, gamma, rng, sample_moves)
+        targets = bootstrapped_targets(env, target_critic, gamma, rng, sample_moves, args.fit_double_q)
 
         def after_step() -> None:
             soft_update(target_critic, critic, tau)
@@ -552,6 +562,7 @@ def bootstrapped_targets(
     gamma: float,
     rng: random.Random,
     sample_moves: Callable[[list[str]], list[list[str]]] | None = None,
+    double_q: bool = False,
 ) -> Callable[[list[tuple[str, str]]], list[float]]:
     """TD targets with the critic's own values: each move is played once against a hidden word drawn among those
     the history allows, and scored ``r + gamma * max_a' min(Qbar1, Qbar2)(s', a')`` over the next state's guesses
@@ -559,7 +570,8 @@ def bootstrapped_targets(
     optimal play, on the same examples as the exact fit, so only the bootstrapping differs. With ``sample_moves``
     (next observations in, a policy's samples at each out), ``a'`` is the best of those samples instead: with one,
     ArCHer's ``r + gamma Vbar(s')`` with ``Vbar(s') = Qbar(s', a~)``, the values of that policy; with k, CHAI's
-    approximate max backup."""
+    approximate max backup. With ``double_q`` the max is taken across the target's two heads instead of over their
+    minimum (``cross_head_max``: double Q-learning's decoupled choice and valuation)."""
     oracle = KnowledgeBaseOracle()
     words = env.words
 
@@ -587,15 +599,40 @@ def bootstrapped_targets(
             for i, sampled in zip(live, sample_moves([nexts[i] for i in live]) if live else [], strict=True):
                 moves_at[i] = list(sampled)
         rows = [(n, m) for n, moves in zip(nexts, moves_at, strict=True) if n is not None for m in moves]
-        scores = pair_values(target_critic, [n for n, _ in rows], [m for _, m in rows]) if rows else []
+        heads = head_values(target_critic, [n for n, _ in rows], [m for _, m in rows]) if rows else ([], [])
         out, k = [], 0
         for reward, moves in zip(rewards, moves_at, strict=True):
-            best = max(scores[k : k + len(moves)]) if moves else 0.0
+            if not moves:
+                out.append(reward)
+                continue
+            q1, q2 = (head[k : k + len(moves)] for head in heads)
             k += len(moves)
-            out.append(reward + (gamma * best if moves else 0.0))
+            out.append(reward + gamma * (cross_head_max(q1, q2) if double_q else max(map(min, q1, q2))))
         return out
 
     return targets
+
+
+def head_values(critic: DoubleCritic, observations: list[str], moves: list[str]) -> tuple[list[float], list[float]]:
+    """``(Q1, Q2)`` of each (observation, move) pair, in eval mode and without gradient."""
+    was_training = critic.training
+    critic.eval()
+    try:
+        with torch.no_grad():
+            q1, q2 = critic.q_values(observations, moves)
+    finally:
+        critic.train(was_training)
+    return q1.float().cpu().tolist(), q2.float().cpu().tolist()
+
+
+def cross_head_max(q1: Sequence[float], q2: Sequence[float]) -> float:
+    """Double Q-learning's max over one state's moves (van Hasselt, NeurIPS 2010): each head picks the move it
+    values most and the other head values that pick; the two valuations are averaged. A move one head overrates by
+    chance is not also overrated by the head that scores it, so the max is not biased upwards by the heads' noise
+    as ``max min(Q1, Q2)`` still is when both heads share the error."""
+    pick1 = max(range(len(q1)), key=q1.__getitem__)
+    pick2 = max(range(len(q2)), key=q2.__getitem__)
+    return (q2[pick1] + q1[pick2]) / 2
 
 
 def policy_probe_states(
@@ -650,6 +687,8 @@ def _policy_returns(
 
     critic = _target_or_online(trainer, online)
     figures = {key.replace("probe/", "truth/"): value for key, value in probe_scores(truth, states).items()}
+    optimal = _optimal_twenty_questions(trainer, env, states, online, truth)
+    figures.update({key.replace("optimal/", "truth_optimal/"): value for key, value in optimal.items()})
     try:
         figures["probe/pair_agreement"] = pairwise_agreement(
             lambda observation, moves: move_values(critic, observation, moves), truth, states, margin

@@ -54,6 +54,8 @@ def test_probe_script_scores_a_finished_run_and_its_policys_returns(tmp_path: Pa
     assert 0.0 <= figures["policy_optimal/pair_agreement"] <= 1.0
     for key in ("probe/repeat_below_all_wrong", "probe/split_above_repeat", "truth/repeat_below_all_wrong"):
         assert 0.0 <= figures[key] <= 1.0
+    # The policy's Monte Carlo returns ranked against the exact values at the same states.
+    assert figures["truth_optimal/states"] == 4 and 0.0 <= figures["truth_optimal/pair_agreement"] <= 1.0
     # The 10-word subset has exact values: every probe state ranks its repeat strictly below the other guesses.
     assert figures["optimal/states"] == 4 and 0.0 <= figures["optimal/pair_agreement"] <= 1.0
     assert 0.0 < figures["optimal/best_by_chance"] < 1.0 and figures["optimal/regret_mean"] >= 0.0
@@ -84,6 +86,8 @@ def test_probe_script_fits_an_untrained_critic_to_optimal_values(tmp_path: Path)
     # CHAI's target: the best of 2 samples of the starting policy at each next state, drawn once.
     best_of_two = probe.main([*args, "--fit-targets", "policy", "--fit-policy-samples", "2", "--fit-sample-once"])
     assert best_of_two["fit/examples"] == figures["fit/examples"] and best_of_two["fit/loss"] >= 0.0
+    double = probe.main([*args, "--fit-targets", "bootstrapped", "--fit-double-q"])
+    assert double["fit/examples"] == figures["fit/examples"] and double["fit/loss"] >= 0.0
     # Two moves per state, as a replay buffer holds, at distinct states.
     sparse = probe.main([*args, "--fit-moves", "2"])
     assert sparse["fit/examples"] == 2 * sparse["fit/states"] and 0 < sparse["fit/states"] <= 6
@@ -93,6 +97,8 @@ def test_probe_script_fits_an_untrained_critic_to_optimal_values(tmp_path: Path)
         ["--fit-sample-once"],
         ["--fit-policy-samples", "2"],
         ["--fit-targets", "policy", "--fit-policy-samples", "0"],
+        ["--fit-double-q"],  # the exact targets take no max
+        ["--fit-targets", "policy", "--fit-double-q"],  # one sample: nothing to pick among
     ):
         with pytest.raises(SystemExit):
             probe.main([*args, *wrong])
@@ -152,6 +158,19 @@ def test_bootstrapped_targets_are_r_plus_gamma_times_the_best_next_move_by_hand(
         pytest.approx(-1.45),
         pytest.approx(-2.8),
     ]
+    # Double Q: both heads pick the pen; each is valued by the other head, (Q2 + Q1) / 2 = (0.5 - 0.5) / 2 = 0,
+    # so -1 + 0.9 * 0 = -1.0 (over min(Q1, Q2) it would be -1.45).
+    double = probe.bootstrapped_targets(env, Table(), 0.9, random.Random(0), double_q=True)
+    assert double([("Questions:\n", "Is it alive?")] * 3) == [pytest.approx(-1.0)] * 3
+
+
+def test_cross_head_max_values_each_heads_pick_by_the_other_head() -> None:
+    probe = load_dev_script("probe_critic")
+    # Head 1 picks move 0 (3), which head 2 values 0; head 2 picks move 1 (2), which head 1 values 0: mean 0.
+    # The max over min(Q1, Q2) would be move 2's 1, the move neither head prefers.
+    assert probe.cross_head_max([3.0, 0.0, 1.0], [0.0, 2.0, 1.0]) == 0.0
+    # Agreeing heads: the shared pick, valued by each other: (4 + 2) / 2.
+    assert probe.cross_head_max([2.0, 1.0], [4.0, 0.0]) == 3.0
 
 
 def test_drawn_once_asks_the_policy_once_per_distinct_state() -> None:
