@@ -47,15 +47,23 @@ def move_values(critic: DoubleCritic, observation: str, moves: Sequence[str]) ->
 
 
 @torch.no_grad()
-def pair_values(critic: DoubleCritic, observations: Sequence[str], moves: Sequence[str]) -> list[float]:
-    """``min(Q1, Q2)`` of each (observation, move) pair, in eval mode and without gradient."""
+def head_values(
+    critic: DoubleCritic, observations: Sequence[str], moves: Sequence[str]
+) -> tuple[list[float], list[float]]:
+    """``(Q1, Q2)`` of each (observation, move) pair, in eval mode and without gradient."""
     was_training = critic.training
     critic.eval()
     try:
-        q1, q2 = critic.q_values(list(observations), list(moves))
+        with torch.no_grad():
+            q1, q2 = critic.q_values(list(observations), list(moves))
     finally:
         critic.train(was_training)
-    return torch.minimum(q1, q2).float().cpu().tolist()
+    return q1.float().cpu().tolist(), q2.float().cpu().tolist()
+
+
+def pair_values(critic: DoubleCritic, observations: Sequence[str], moves: Sequence[str]) -> list[float]:
+    """``min(Q1, Q2)`` of each (observation, move) pair, in eval mode and without gradient."""
+    return list(map(min, *head_values(critic, observations, moves)))
 
 
 # Scores of moves at one observation: ``score(observation, moves) -> one value per move``.

@@ -90,6 +90,7 @@ from critic_probe import (
     MoveScorer,
     ValuedState,
     fit_to_move_values,
+    head_values,
     move_values,
     optimal_ranking,
     pairwise_agreement,
@@ -611,18 +612,6 @@ def bootstrapped_targets(
         return out
 
     return targets
-
-
-def head_values(critic: DoubleCritic, observations: list[str], moves: list[str]) -> tuple[list[float], list[float]]:
-    """``(Q1, Q2)`` of each (observation, move) pair, in eval mode and without gradient."""
-    was_training = critic.training
-    critic.eval()
-    try:
-        with torch.no_grad():
-            q1, q2 = critic.q_values(observations, moves)
-    finally:
-        critic.train(was_training)
-    return q1.float().cpu().tolist(), q2.float().cpu().tolist()
 
 
 def cross_head_max(q1: Sequence[float], q2: Sequence[float]) -> float:
