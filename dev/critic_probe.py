@@ -54,8 +54,7 @@ def head_values(
     was_training = critic.training
     critic.eval()
     try:
-        with torch.no_grad():
-            q1, q2 = critic.q_values(list(observations), list(moves))
+        q1, q2 = critic.q_values(list(observations), list(moves))
     finally:
         critic.train(was_training)
     return q1.float().cpu().tolist(), q2.float().cpu().tolist()

@@ -59,8 +59,8 @@ target (TD's bootstrapping, towards optimal play); ``policy`` scores the next st
 starting policy instead of its best move (ArCHer's target: the values of that policy; with ``--fit-policy-samples
 K``, at the best of K samples by the critic's target copy: CHAI's approximate max backup). ``--fit-double-q``
 takes either max across the target's two heads, each picking the move the other values (double Q-learning),
-instead of over their minimum. A critic that passes
-here and fails after a run is limited by what its training gives it, not by what it can represent.
+instead of over their minimum. A critic that passes here and fails after a run is limited by what its training
+gives it, not by what it can represent.
 
 On Sokoban and FrozenLake ``--fit-optimal N`` fits the exact values (``--fit-targets exact`` only) of the four moves
 at N positions played as ``--states-from`` says (seed ``--seed`` + 1, none of them a probe position), and adds two
