@@ -617,8 +617,8 @@ def bootstrapped_targets(
 def cross_head_max(q1: Sequence[float], q2: Sequence[float]) -> float:
     """Double Q-learning's max over one state's moves (van Hasselt, NeurIPS 2010): each head picks the move it
     values most and the other head values that pick; the two valuations are averaged. A move one head overrates by
-    chance is not also overrated by the head that scores it, so the max is not biased upwards by the heads' noise
-    as ``max min(Q1, Q2)`` still is when both heads share the error."""
+    its own noise is not also overrated by the head that scores it; an error both heads share still passes through,
+    as it does through ``max min(Q1, Q2)``."""
     pick1 = max(range(len(q1)), key=q1.__getitem__)
     pick2 = max(range(len(q2)), key=q2.__getitem__)
     return (q2[pick1] + q1[pick2]) / 2
