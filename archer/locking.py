@@ -153,6 +153,10 @@ def holds(folder: Path) -> bool:
     return folder.resolve() in _held
 
 
+# Polls a waiter gives a lock's holder to write its name before the waiter logs whom it waits for.
+NAMING_POLLS = 3
+
+
 @contextmanager
 def turn(folder: Path, what: str, poll_s: float = 1.0) -> Iterator[None]:
     """Hold ``folder``'s lock for the body of the ``with``; while another process holds it, wait (saying for whom).
@@ -168,11 +172,18 @@ def turn(folder: Path, what: str, poll_s: float = 1.0) -> Iterator[None]:
         return
     make_folder(key, f"the folder of {what}", "remove the file or choose another cache_dir")
     handle = _try_lock(key, None)
-    if handle is None:
-        log.info("waiting for %s, which is building %s in %s", describe_owner(key), what, key)
-        while handle is None:
-            time.sleep(poll_s)
-            handle = _try_lock(key, None)
+    announced = False
+    polls = 0
+    while handle is None:
+        # The holder writes its name just after it locks: on a loaded machine a waiter can get here in between, so it
+        # gives the holder a few polls to name itself before saying whom it waits for.
+        if not announced and ("pid" in read_owner(key) or polls >= NAMING_POLLS):
+            log.info("waiting for %s, which is building %s in %s", describe_owner(key), what, key)
+            announced = True
+        time.sleep(poll_s)
+        polls += 1
+        handle = _try_lock(key, None)
+    if announced:
         log.info("%s is free: continuing", key)
     _held[key] = handle
     try:
