@@ -34,7 +34,7 @@ Twenty Questions, 128 on the grid games; a coarser multiple where a method's gam
 ``--seeds`` 3. On the headroom tasks the on-policy methods (ppo, grpo, gigpo) are continued in chunks of
 ``--trajectories`` games up to ``--on-policy-factor`` (10) times that, and stop once the seed mean of their last
 evaluations reaches the final mean of ``archer_recipe`` on the task (which therefore runs first); on
-``twenty_questions_strong`` token-level PPO plays the whole 10x at once and the offline methods take
+``twenty_questions_strong`` they play the whole 10x at once and the offline methods take
 ``--offline-steps`` 3,000 gradient steps, evaluated every ``--offline-eval-every`` 500.
 
 Every (method, seed) is an ordinary ``scripts/run.py`` run in ``--out``/runs/<method>/seed<N>, so a killed benchmark

@@ -245,8 +245,8 @@ TASKS: dict[str, Task] = {
                 Method("online_filteredbc_20q", "online_filteredbc_20q", FILTERED_BC_WHAT),
                 Method("chai_20q", "chai_20q", CHAI_WHAT),
                 Method("ppo_20q", "ppo_20q", PPO_WHAT, long=True),
-                Method("grpo_20q", "grpo_20q", GRPO_WHAT),
-                Method("gigpo_20q", "gigpo_20q", GIGPO_WHAT),
+                Method("grpo_20q", "grpo_20q", GRPO_WHAT, long=True),
+                Method("gigpo_20q", "gigpo_20q", GIGPO_WHAT, long=True),
                 Method(
                     "offline_archer_20q",
                     "offline_archer_20q",

@@ -246,8 +246,9 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
         schedule.setdefault(method, set()).add((keys["algorithm.num_iterations"], keys["eval.every_iters"]))
         assert f"run_dir={tmp_path.resolve()}/runs/{method}/seed" in " ".join(command)
     assert len(commands) == 10 * 3
-    # 32 games per iteration online (GRPO and GiGPO: 4 groups of 8): 1,280 games are 40 iterations, 160 games 5; PPO
-    # plays 10 x 1,280 games. The offline configs take 10 gradient steps per iteration: 3,000 steps are 300, 500 50.
+    # 32 games per iteration online (GRPO and GiGPO: 4 groups of 8): 1,280 games are 40 iterations, 160 games 5; the
+    # on-policy methods (PPO, GRPO, GiGPO) play 10 x 1,280 games. The offline configs take 10 gradient steps per
+    # iteration: 3,000 steps are 300, 500 50.
     online = {("40", "5")}
     offline = {("300", "50")}
     assert schedule == {
@@ -255,8 +256,8 @@ def test_defaults_are_issue_14s_budgets(tmp_path: Path, capsys: pytest.CaptureFi
         "online_filteredbc_20q": online,
         "chai_20q": online,
         "ppo_20q": {("400", "5")},
-        "grpo_20q": online,
-        "gigpo_20q": online,
+        "grpo_20q": {("400", "5")},
+        "gigpo_20q": {("400", "5")},
         "offline_archer_20q": offline,
         "offline_filteredbc_20q": offline,
         "offline_bc_20q": offline,
