@@ -29,6 +29,11 @@ sets; the turn limit left out, as there). Its moves are open text, so ``--baseli
 of ``--baseline-samples`` moves the policy samples afresh at the state (an estimate of ``E_pi Q*``, independent of
 the move it scores), and ``--baseline best`` is ``V*`` of the words still possible.
 
+``--value-noise SD`` (Twenty Questions) asks how good a critic must be: every move's value gets an error of
+standard deviation SD, fixed per (observation, utterance) as a learned critic's error is, and the run first logs how
+well the noisy values order the moves at 100 script-played probe states (the figures ``probe_critic.py`` gives a
+learned critic: ``optimal/pair_agreement``, ``optimal/best_move``, ``optimal/regret_mean``).
+
 No critic trained on the run's play knows more than these values, so where this run does not close half the gap
 within the budget, a critic that learned them exactly would not have made the same actor do so either: the limit is
 then the actor's (its step, its start), not what the critic knows. Set ``algorithm.warmup_iters=0``: without a
@@ -37,6 +42,8 @@ critic to train, a critic-only warm-up only wastes games.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 import statistics
 import sys
@@ -44,17 +51,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 import torch
-from critic_probe import policy_scorer
+from critic_probe import optimal_ranking, policy_scorer, twenty_questions_valued
 from devkit import parse_run, run_parser
 
 from archer.config import RunConfig
 from archer.envs.grid_games import frozen_lake, sokoban
 from archer.envs.grid_games.grid import DIRECTIONS, GRID_HEADER, GridGameEnv, parse_direction
 from archer.envs.grid_games.sokoban_rooms import SokobanRoom
+from archer.envs.registry import make_env, make_oracle
 from archer.envs.twenty_questions.config import TwentyQuestionsEnvConfig
+from archer.envs.twenty_questions.env import TwentyQuestionsEnv
 from archer.envs.twenty_questions.optimal import MAX_WORDS, OptimalValues
-from archer.envs.twenty_questions.probe import history_turns
+from archer.envs.twenty_questions.probe import history_turns, probe_states
 from archer.envs.twenty_questions.words import word_list
 from archer.models.prefix_generation import generate_at_states
 from archer.trainer import Trainer, build_trainer
@@ -63,6 +73,11 @@ ActorAdvantages = Callable[[list[str], list[str]], torch.Tensor]
 """The actor's advantages of utterances at observations (``ArcherAlgorithm.actor_advantages``'s signature)."""
 
 _TURNS_LEFT = re.compile(r"^Turns left: (\d+)$", re.MULTILINE)
+
+NOISE_PROBE_STATES = 100
+"""Script-played probe states at which a noisy oracle's ordering of the moves is measured and logged."""
+
+log = logging.getLogger(__name__)
 
 
 def read_grid(observation: str) -> tuple[tuple[tuple[str, ...], ...], int]:
@@ -183,9 +198,13 @@ class TwentyQuestionsAdvantages:
     utterance at the words the answers so far allow (``OptimalValues``)."""
 
     values: OptimalValues
+    noise: float = 0.0
+    noise_seed: int = 0
 
     @classmethod
-    def of_config(cls, env_cfg: TwentyQuestionsEnvConfig, gamma: float) -> TwentyQuestionsAdvantages:
+    def of_config(
+        cls, env_cfg: TwentyQuestionsEnvConfig, gamma: float, noise: float = 0.0, noise_seed: int = 0
+    ) -> TwentyQuestionsAdvantages:
         """The values of the game ``env_cfg`` describes, read from its config alone (nothing is built).
 
         Raises:
@@ -197,19 +216,42 @@ class TwentyQuestionsAdvantages:
         words = word_list(env_cfg.words)
         if len(words) > MAX_WORDS:
             raise ValueError(f"exact values need at most {MAX_WORDS} words, got {len(words)}: play the subset")
-        return cls(OptimalValues(words, gamma))
+        if noise < 0:
+            raise ValueError(f"the values' noise is a standard deviation, >= 0, got {noise}")
+        return cls(OptimalValues(words, gamma), noise, noise_seed)
 
     def possible(self, observation: str) -> int:
         """The words the observation's answers allow, as ``OptimalValues``' bit mask."""
         return self.values.possible(history_turns(observation))
 
     def action_value(self, observation: str, action: str) -> float:
-        """``Q*`` of the utterance ``action`` at ``observation``."""
-        return self.values.move_value(self.possible(observation), action)
+        """``Q*`` of the utterance ``action`` at ``observation``, plus ``noise`` times a standard normal error that
+        is the same every time this utterance is valued at this observation (``persistent_normal``), as a learned
+        critic's error is: averaging repeated draws does not remove it."""
+        value = self.values.move_value(self.possible(observation), action)
+        if self.noise:
+            value += self.noise * persistent_normal(observation, action, self.noise_seed)
+        return value
 
     def best_value(self, observation: str) -> float:
         """``V*`` at ``observation``: the best move's value."""
         return self.values.state_value(self.possible(observation))
+
+
+def persistent_normal(observation: str, action: str, seed: int) -> float:
+    """A standard normal draw fixed by ``(seed, observation, action)``: the same pair always gets the same error."""
+    digest = hashlib.blake2b(f"{seed}\0{observation}\0{action}".encode(), digest_size=8).digest()
+    return float(np.random.default_rng(int.from_bytes(digest, "little")).standard_normal())
+
+
+def noisy_ranking(values: TwentyQuestionsAdvantages, env_cfg: TwentyQuestionsEnvConfig, states: int) -> dict:
+    """How well ``values`` (exact, plus their noise) order the moves at ``states`` script-played probe states
+    (``critic_probe.optimal_ranking``: ``optimal/pair_agreement`` and the rest), to set the noise beside a learned
+    critic's figures from ``probe_critic.py``."""
+    env = make_env(env_cfg, seed=0, oracle=make_oracle(env_cfg))
+    assert isinstance(env, TwentyQuestionsEnv)
+    valued = twenty_questions_valued(probe_states(env, states, seed=0), values.values)
+    return optimal_ranking(lambda observation, moves: [values.action_value(observation, m) for m in moves], valued)
 
 
 GRID_GAMES = ("sokoban", "frozenlake")
@@ -252,15 +294,20 @@ def twenty_questions_advantages(
     return actor_advantages
 
 
-def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy", baseline_samples: int = 4) -> Trainer:
+def build_oracle_trainer(
+    cfg: RunConfig, baseline: str = "policy", baseline_samples: int = 4, value_noise: float = 0.0
+) -> Trainer:
     """``run.py``'s trainer of ``cfg`` (online ArCHer on Sokoban, FrozenLake or Twenty Questions over a small word
     list), its actor's advantages replaced by its game's exact ones (``baseline``: ``policy`` or ``best``, see the
     module docstring; ``baseline_samples``: Twenty Questions' policy moves per state) and its critic phase by
-    nothing.
+    nothing. ``value_noise`` (Twenty Questions only) adds a persistent error of that standard deviation to every
+    move's value (``TwentyQuestionsAdvantages.action_value``), seeded by the run's seed: an exact critic made as
+    imperfect as a learned one.
 
     Raises:
         ValueError: an unknown ``baseline``, fewer than one sample, ``cfg`` not online ArCHer on one of the games,
-            or a Twenty Questions setting without exact values (all before anything is built).
+            a Twenty Questions setting without exact values, or noise on a grid game or below 0 (all before
+            anything is built).
     """
     if baseline not in ("policy", "best"):
         raise ValueError(f"baseline must be 'policy' or 'best', got {baseline!r}")
@@ -273,11 +320,16 @@ def build_oracle_trainer(cfg: RunConfig, baseline: str = "policy", baseline_samp
             f"{cfg.env.name}"
         )
     if cfg.env.name in GRID_GAMES:
+        if value_noise:
+            raise ValueError("value noise is Twenty Questions' only")
         trainer = build_trainer(cfg)
         advantages = grid_advantages(trainer, baseline)
     else:
         assert isinstance(cfg.env, TwentyQuestionsEnvConfig)
-        values = TwentyQuestionsAdvantages.of_config(cfg.env, cfg.algorithm.critic.gamma)
+        values = TwentyQuestionsAdvantages.of_config(cfg.env, cfg.algorithm.critic.gamma, value_noise, cfg.seed)
+        if value_noise:
+            ranking = noisy_ranking(values, cfg.env, NOISE_PROBE_STATES)
+            log.info("exact values plus noise %g at %d probe states: %s", value_noise, NOISE_PROBE_STATES, ranking)
         trainer = build_trainer(cfg)
         advantages = twenty_questions_advantages(trainer, values, baseline, baseline_samples)
     algorithm = trainer.algorithm
@@ -305,9 +357,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         default=4,
         help="Twenty Questions: policy moves sampled per state for --baseline policy (default 4)",
     )
+    parser.add_argument(
+        "--value-noise",
+        type=float,
+        default=0.0,
+        help="Twenty Questions: standard deviation of a persistent error added to every move's exact value (0)",
+    )
     args, cfg = parse_run(parser, argv)
     try:
-        trainer = build_oracle_trainer(cfg, args.baseline, args.baseline_samples)
+        trainer = build_oracle_trainer(cfg, args.baseline, args.baseline_samples, args.value_noise)
     except ValueError as error:
         parser.error(f"--config-name {args.config_name}: {error}")
     return trainer.fit()

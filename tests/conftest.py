@@ -80,6 +80,24 @@ TINY_RUN_OVERRIDES = [
 ]
 
 
+def tiny_online_run(tmp_path: Path, run_dir: Path) -> list[str]:
+    """Overrides of a one-iteration online ArCHer run of four games from an untrained start, for the developer
+    scripts that replace part of its actor (``dev/oracle_critic.py``, ``centred_actor.py``, ``actor_advantages``)."""
+    return [
+        *TINY_RUN_OVERRIDES,
+        f"cache_dir={tmp_path / 'cache'}",
+        f"run_dir={run_dir}",
+        "pretrain=null",
+        "algorithm.num_iterations=1",
+        "algorithm.warmup_iters=0",
+        "algorithm.rollout.episodes_per_iter=4",
+        "algorithm.actor_steps_per_iter=1",
+        "algorithm.actor_batch_size=4",
+        "algorithm.actor_micro_batch_size=2",
+        "algorithm.generation_batch_size=4",
+    ]
+
+
 # The KALM pipeline's networks and d3rlpy learner at the smallest size that runs; each test adds its own schedule.
 TINY_KALM_MODELS = [
     "torch_threads=1",

@@ -15,29 +15,12 @@ from critic_probe import policy_scorer
 
 from archer.envs.grid_games.frozen_lake import FrozenLakeEnv
 from archer.envs.grid_games.sokoban import SokobanEnv
-from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_dev_script
+from tests.conftest import TINY_RUN_OVERRIDES, compose_run, load_dev_script, tiny_online_run
 
 
 @pytest.fixture(scope="module")
 def oracle() -> ModuleType:
     return load_dev_script("oracle_critic")
-
-
-def _tiny_run(tmp_path: Path, run_dir: Path) -> list[str]:
-    """Overrides of a one-iteration online ArCHer run of four games, its start untrained."""
-    return [
-        *TINY_RUN_OVERRIDES,
-        f"cache_dir={tmp_path / 'cache'}",
-        f"run_dir={run_dir}",
-        "pretrain=null",
-        "algorithm.num_iterations=1",
-        "algorithm.warmup_iters=0",
-        "algorithm.rollout.episodes_per_iter=4",
-        "algorithm.actor_steps_per_iter=1",
-        "algorithm.actor_batch_size=4",
-        "algorithm.actor_micro_batch_size=2",
-        "algorithm.generation_batch_size=4",
-    ]
 
 
 def _observation(turns: int, *rows: str) -> str:
@@ -107,7 +90,9 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
     oracle: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
-    overrides = _tiny_run(tmp_path, run_dir)
+    overrides = tiny_online_run(tmp_path, run_dir)
+    with pytest.raises(ValueError, match="Twenty Questions' only"):
+        oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides), value_noise=0.5)
     trainer = oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides), baseline="best")
     policy_before = [p.detach().clone() for p in trainer.policy.model.parameters()]
     critic_before = [p.detach().clone() for p in trainer.algorithm.critic.parameters()]
@@ -157,9 +142,27 @@ def test_twenty_questions_advantages_by_hand(oracle: ModuleType) -> None:
     assert values.action_value(refuted, "Is it a banana?") == pytest.approx(-1.0)
 
 
+def test_noisy_values_keep_one_error_per_move_and_state(oracle: ModuleType) -> None:
+    from archer.envs.twenty_questions.optimal import OptimalValues
+    from archer.envs.twenty_questions.words import word_list
+
+    dog, banana = (word for word in word_list("subset10") if word.name in ("banana", "dog"))
+    refuted = "Questions:\nIs it a banana? No.\n"
+    noisy = oracle.TwentyQuestionsAdvantages(OptimalValues([dog, banana], gamma=1.0), noise=0.5, noise_seed=3)
+    first = noisy.action_value(refuted, "Is it a dog?")
+    assert noisy.action_value(refuted, "Is it a dog?") == first  # the same error every time it is valued
+    assert first == pytest.approx(0.5 * oracle.persistent_normal(refuted, "Is it a dog?", 3))  # exact value 0
+    assert first != 0.0 and noisy.action_value("Questions:\n", "Is it a dog?") != first - 0.5  # another state's
+    other_seed = oracle.TwentyQuestionsAdvantages(noisy.values, noise=0.5, noise_seed=4)
+    assert other_seed.action_value(refuted, "Is it a dog?") != first
+    # Errors are standard normal: over many states their mean is near 0 and their spread near 1.
+    draws = torch.tensor([oracle.persistent_normal(f"state {i}", "Is it a dog?", 0) for i in range(4000)])
+    assert abs(float(draws.mean())) < 0.06 and abs(float(draws.std()) - 1.0) < 0.05
+
+
 def test_a_tiny_twenty_questions_run_trains_on_exact_advantages(oracle: ModuleType, tmp_path: Path) -> None:
     overrides = [
-        *_tiny_run(tmp_path, tmp_path / "run"),
+        *tiny_online_run(tmp_path, tmp_path / "run"),
         "env=twenty_questions_subset",
         "env.max_turns=4",
         "algorithm.critic.gamma=1.0",
@@ -188,3 +191,10 @@ def test_a_tiny_twenty_questions_run_trains_on_exact_advantages(oracle: ModuleTy
         oracle.TwentyQuestionsAdvantages.of_config(replace(env_cfg, words="full"), gamma=1.0)
     with pytest.raises(ValueError, match="baseline_samples"):
         oracle.build_oracle_trainer(compose_run("archer_20q_paper_cpu", overrides), baseline_samples=0)
+    with pytest.raises(ValueError, match="standard deviation, >= 0"):
+        oracle.TwentyQuestionsAdvantages.of_config(env_cfg, gamma=1.0, noise=-0.1)
+    # The noise's cost in ordering, at script-played probe states: none without it, some with it.
+    exact = oracle.TwentyQuestionsAdvantages.of_config(env_cfg, gamma=0.95)
+    noisy = oracle.TwentyQuestionsAdvantages.of_config(env_cfg, gamma=0.95, noise=0.5)
+    assert oracle.noisy_ranking(exact, env_cfg, 20)["optimal/pair_agreement"] == 1.0
+    assert 0.5 < oracle.noisy_ranking(noisy, env_cfg, 20)["optimal/pair_agreement"] < 0.9
