@@ -30,7 +30,7 @@ import argparse
 import logging
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,23 +81,22 @@ def sample_advantages(trainer: Trainer, states: int, samples: int, noise: float,
     repeated = [o for o in observations for _ in range(samples)]
     others = generate_at_states(trainer.policy, repeated, greedy=False, batch_size=batch).texts
 
-    def rows(values: Sequence[float]) -> list[list[float]]:
-        return [list(values[i * samples : (i + 1) * samples]) for i in range(len(observations))]
+    def against_samples(value_of: Callable[[list[str], list[str]], Sequence[float]]) -> list[float]:
+        """Each sample's value less the mean value of its state's baseline samples."""
+        baselines = value_of(repeated, others)
+        rows = [list(baselines[i * samples : (i + 1) * samples]) for i in range(len(observations))]
+        return relative(value_of(observations, actions), rows)
+
+    def values_of(values: TwentyQuestionsAdvantages) -> Callable[[list[str], list[str]], list[float]]:
+        return lambda states, moves: [values.action_value(o, a) for o, a in zip(states, moves, strict=True)]
 
     exact = TwentyQuestionsAdvantages.of_config(cfg.env, cfg.algorithm.critic.gamma)
     noisy = replace(exact, noise=noise, noise_seed=cfg.seed)
-    critic = algorithm.critic
     return {
         "critic": algorithm.actor_advantages(observations, actions).cpu().tolist(),
-        "critic_q": relative(pair_values(critic, observations, actions), rows(pair_values(critic, repeated, others))),
-        "exact": relative(
-            [exact.action_value(o, a) for o, a in zip(observations, actions, strict=True)],
-            rows([exact.action_value(o, a) for o, a in zip(repeated, others, strict=True)]),
-        ),
-        "noisy": relative(
-            [noisy.action_value(o, a) for o, a in zip(observations, actions, strict=True)],
-            rows([noisy.action_value(o, a) for o, a in zip(repeated, others, strict=True)]),
-        ),
+        "critic_q": against_samples(lambda states, moves: pair_values(algorithm.critic, states, moves)),
+        "exact": against_samples(values_of(exact)),
+        "noisy": against_samples(values_of(noisy)),
     }
 
 
