@@ -91,6 +91,7 @@ from benchmark_report import (
     cpu_hours,
     different_starts,
     group,
+    over_budget,
     report,
     reranks_at_eval,
     shown,
@@ -815,6 +816,7 @@ def write_summary(args: argparse.Namespace) -> int:
     rows: list[str] = []
     hours: dict[str, float] = {}
     factors: dict[str, int] = {}
+    over: dict[str, list[str]] = {}
     for name, task in TASKS.items():
         task_args = copy.copy(args)
         task_args.task = name
@@ -831,7 +833,8 @@ def write_summary(args: argparse.Namespace) -> int:
         shown_results = [r for r in results if r.spec.definition in task.methods or r.spec.method in ran]
         rows += summary_rows(task, shown_results, task_figures(plan_, shown_results))
         hours[name] = cpu_hours(shown_results, {})
-    text = summary_markdown(rows, args.argv, hours, factors)
+        over[name] = over_budget([r for r in shown_results if r.spec.kind == "online"])
+    text = summary_markdown(rows, args.argv, hours, factors, over)
     root.mkdir(parents=True, exist_ok=True)
     (root / SUMMARY).write_text(text, encoding="utf-8")
     print(text)

@@ -321,6 +321,45 @@ def start_figure(results: Sequence[RunResult], key: str) -> float | None:
     return statistics.fmean(starts) if starts else None
 
 
+# The issue's budget of a run: 1,280 games in at most 30 minutes alone on the 2-core CPU with torch_threads=1.
+BUDGET_GAMES = 1280
+BUDGET_CPU_S = 1800.0
+
+
+def cpu_per_budget(result: RunResult) -> float | None:
+    """A finished online run's CPU seconds per ``BUDGET_GAMES`` games (its CPU time over the games it played)."""
+    if result.spec.kind != "online" or result.cpu_s is None or result.final is None:
+        return None
+    games = result.final["x"]
+    return result.cpu_s * BUDGET_GAMES / games if games else None
+
+
+def over_budget(results: Sequence[RunResult]) -> list[str]:
+    """Each online method with runs over ``BUDGET_CPU_S`` per ``BUDGET_GAMES`` games, as ```ppo` 2 of 3 (1,900-2,000
+    s)``: the range over the runs that are over."""
+    parts = []
+    for method, runs in group(results).items():
+        costs = [cost for cost in map(cpu_per_budget, runs) if cost is not None]
+        over = [cost for cost in costs if cost > BUDGET_CPU_S]
+        if over:
+            low, high = f"{min(over):,.0f}", f"{max(over):,.0f}"
+            spread = low if low == high else f"{low}-{high}"
+            parts.append(f"`{method}` {len(over)} of {len(costs)} ({spread} s)")
+    return parts
+
+
+BUDGET_TEXT = (
+    f"the budget of {BUDGET_CPU_S:,.0f} CPU s per {BUDGET_GAMES:,} games (30 minutes alone on one core with "
+    "`torch_threads=1`; each run's CPU time over the games it played, with the neighbours it had)"
+)
+
+
+def budget_line(results: Sequence[RunResult]) -> str:
+    """The page's note on which online methods' runs went over the budget."""
+    over = over_budget(results)
+    return f"Over {BUDGET_TEXT}: {'; '.join(over)}." if over else f"Every finished online run within {BUDGET_TEXT}."
+
+
 def cpu_hours(results: Sequence[RunResult], info: dict[str, Any]) -> float:
     """The task's CPU-hours: every run's (``RunResult.cost_s``) and building the start policy."""
     return (sum(r.cost_s for r in results) + info.get("start_policy_cpu_s", 0.0)) / 3600
@@ -604,6 +643,8 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
         f"Total: {hours:.2f} CPU-hours: the runs' process times (the benchmark's record of each attempt, or the runs' "
         f"own `time/process_cpu_s` where larger; `time/*` where neither was recorded){start}."
     )
+    if online:
+        lines.append(budget_line(online))
     return lines
 
 
@@ -864,7 +905,11 @@ def summary_rows(task: Task, results: Sequence[RunResult], figures: Figures) -> 
 
 
 def summary_markdown(
-    rows: Sequence[str], argv: Sequence[str], hours: dict[str, float], on_policy_factors: dict[str, int]
+    rows: Sequence[str],
+    argv: Sequence[str],
+    hours: dict[str, float],
+    on_policy_factors: dict[str, int],
+    over: dict[str, list[str]],
 ) -> str:
     lines = [
         "# Method benchmark: summary",
@@ -886,6 +931,10 @@ def summary_markdown(
         "",
         "CPU-hours of the runs per task (building each start is counted on the task's own page): "
         + ", ".join(f"{name} {h:.1f}" for name, h in hours.items())
+        + ".",
+        "",
+        f"Online runs over {BUDGET_TEXT}: "
+        + ("; ".join(f"{name}: {', '.join(parts)}" for name, parts in over.items() if parts) or "none")
         + ".",
     ]
     return "\n".join(lines) + "\n"

@@ -224,8 +224,19 @@ def test_task_page_and_summary_from_made_up_runs(
     assert ppo in text
     assert "- `ppo`: stopped at 2560 games (seed-mean last evaluation 0.88 >= 0.75)." in text
     assert "switches beyond the paper: none" in text and f"switches beyond the paper: `{' '.join(RECIPE)}`" in text
-    # Six runs of 1,800 CPU seconds each.
+    # Six runs of 1,800 CPU seconds each: ArCHer's at the budget of 1,280 games, PPO's at half of it (2,560 games).
     assert "- Total: 3.00 CPU-hours" in text
+    assert "- Every finished online run within the budget of 1,800 CPU s per 1,280 games" in text
+    assert [pages.cpu_per_budget(r) for r in results if r.spec.method in ("archer_paper", "ppo")] == [1800.0] * 2 + [
+        900.0
+    ] * 2
+    results[0].cpu_s = 2000.0  # an archer_paper seed over the budget by 200 s; PPO at 4,000 s over 2,560 games
+    for result in results:
+        if result.spec.method == "ppo":
+            result.cpu_s = 4000.0
+    over = pages.over_budget(results)
+    assert over == ["`archer_paper` 1 of 2 (2,000 s)", "`ppo` 2 of 2 (2,000 s)"]
+    assert pages.budget_line(results).startswith("Over the budget of 1,800 CPU s per 1,280 games")
 
     rows = pages.summary_rows(plan.task, results, pages.task_figures(plan, results))
     assert rows == [
@@ -234,8 +245,14 @@ def test_task_page_and_summary_from_made_up_runs(
         "| sokoban | success rate | 0.25 | 1.00 | `archer_recipe` | 0.75 ± 0.00 (2) | 768 | 1.0x |",
         "| sokoban | success rate | 0.25 | 1.00 | `ppo` | 0.88 ± 0.00 (2) | 1536 | 2.0x |",
     ]
-    summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1})
+    summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1}, {"sokoban": over})
     assert "benchmark_methods.py --summary" in summary and "sokoban 1x." in summary
+    assert (
+        "torch_threads=1`; each run's CPU time over the games it played, with the neighbours it had): sokoban: "
+        "`archer_paper` 1 of 2 (2,000 s), `ppo` 2 of 2 (2,000 s)." in summary
+    )
+    within = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1}, {"sokoban": []})
+    assert "with the neighbours it had): none." in within
     assert (
         rows[2] in summary
         and "CPU-hours of the runs per task (building each start is counted on the task's own page): sokoban 3.0."
