@@ -321,7 +321,7 @@ def start_figure(results: Sequence[RunResult], key: str) -> float | None:
     return statistics.fmean(starts) if starts else None
 
 
-# The budget of a run: 1,280 games in at most 30 minutes alone on the 2-core CPU with torch_threads=1.
+# The benchmark's budget of a run: 1,280 games in at most 30 minutes alone on a 2-core CPU with torch_threads=1.
 BUDGET_GAMES = 1280
 BUDGET_CPU_S = 1800.0
 
