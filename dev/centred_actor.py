@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 from critic_probe import pair_values
-from devkit import parse_run, run_parser
+from devkit import fit_built, parse_run, run_parser
 
 from archer.config import RunConfig
 from archer.models.prefix_generation import generate_at_states
@@ -103,11 +103,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         "--q-baseline", type=int, default=0, metavar="K", help="baseline: mean critic Q of K policy samples (0: V)"
     )
     args, cfg = parse_run(parser, argv)
-    try:
-        trainer = build_centred_trainer(cfg, args.norm, args.q_baseline)
-    except ValueError as error:
-        parser.error(f"--config-name {args.config_name}: {error}")
-    return trainer.fit()
+    return fit_built(parser, args, lambda: build_centred_trainer(cfg, args.norm, args.q_baseline))
 
 
 if __name__ == "__main__":

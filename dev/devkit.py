@@ -12,13 +12,16 @@ import importlib.util
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archer.cli import compose_run_config
 from archer.config import RunConfig
+
+if TYPE_CHECKING:
+    from archer.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS_DIR = REPO / "scripts"
@@ -41,6 +44,16 @@ def parse_run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> tu
     args, overrides = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     return args, compose_run_config(CONFIG_DIR, args.config_name, overrides)
+
+
+def fit_built(parser: argparse.ArgumentParser, args: argparse.Namespace, build: Callable[[], Trainer]) -> dict:
+    """Build the script's trainer and run it to the end, returning its last metrics; a ``ValueError`` from ``build``
+    (a config the script cannot change as it means to) is a usage error that names the config."""
+    try:
+        trainer = build()
+    except ValueError as error:
+        parser.error(f"--config-name {args.config_name}: {error}")
+    return trainer.fit()
 
 
 def write_records(path: Path | None, records: Any) -> None:

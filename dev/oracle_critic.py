@@ -54,7 +54,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 from critic_probe import optimal_ranking, policy_scorer, twenty_questions_valued
-from devkit import parse_run, run_parser
+from devkit import fit_built, parse_run, run_parser
 
 from archer.config import RunConfig
 from archer.envs.grid_games import frozen_lake, sokoban
@@ -364,11 +364,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         help="Twenty Questions: standard deviation of a persistent error added to every move's exact value (0)",
     )
     args, cfg = parse_run(parser, argv)
-    try:
-        trainer = build_oracle_trainer(cfg, args.baseline, args.baseline_samples, args.value_noise)
-    except ValueError as error:
-        parser.error(f"--config-name {args.config_name}: {error}")
-    return trainer.fit()
+    return fit_built(
+        parser, args, lambda: build_oracle_trainer(cfg, args.baseline, args.baseline_samples, args.value_noise)
+    )
 
 
 if __name__ == "__main__":

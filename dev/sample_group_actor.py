@@ -36,7 +36,7 @@ import sys
 from collections.abc import Sequence
 
 import torch
-from devkit import parse_run, run_parser
+from devkit import fit_built, parse_run, run_parser
 
 from archer.algorithms.base import Algorithm
 from archer.algorithms.chai import CHAIAlgorithm
@@ -140,11 +140,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         "and 0 for the others (best_of_k)",
     )
     args, cfg = parse_run(parser, argv)
-    try:
-        trainer = build_group_trainer(cfg, args.acting, args.advantage)
-    except ValueError as error:
-        parser.error(f"--config-name {args.config_name}: {error}")
-    return trainer.fit()
+    return fit_built(parser, args, lambda: build_group_trainer(cfg, args.acting, args.advantage))
 
 
 if __name__ == "__main__":
