@@ -12,9 +12,9 @@ Tasks (``benchmark_tasks.py`` defines them; each run takes its task reference co
 ``data``, ``eval`` and ``pretrain``, so every online run starts from one cached policy and plays the same evaluation
 games; each method keeps its own algorithm, critic and sampling settings):
 
-- ``twenty_questions_weak``: Twenty Questions' 10-word subset from a start cloned for 3,000 steps on weak scripted
-  questioners (``archer_20q_paper_cpu`` with ``env.data_skills=[0.0,0.1] pretrain.num_iterations=30``); every word
-  once, greedy ``eval/return_mean``; the best: the optimal questioner's return.
+- ``twenty_questions_weak``: Twenty Questions' 10-word subset from a start cloned for 3,000 steps on a mix of weak
+  scripted questioners (``archer_20q_paper_cpu`` with ``env.data_skills=[0.1,0.25] pretrain.num_iterations=30``);
+  every word once, greedy ``eval/return_mean`` (and 50 sampled games); the best: the optimal questioner's return.
 - ``sokoban``: RAGEN's Sokoban (6x6, one box, 10 turns) from ``archer_sokoban``'s start; 256 fixed rooms, greedy
   ``eval/success_rate``; the best: the exact solver's.
 - ``frozenlake``: RAGEN's FrozenLake (4x4, slippery) from ``archer_frozenlake``'s start; 256 fixed maps, greedy

@@ -192,12 +192,12 @@ TASKS: dict[str, Task] = {
         Task(
             name="twenty_questions_weak",
             description=(
-                "Twenty Questions, the paper's 10-word subset, from a start cloned for 3,000 steps on weak scripted "
-                "questioners (skills 0 and 0.1); every word once, greedy return"
+                "Twenty Questions, the paper's 10-word subset, from a start cloned for 3,000 steps on a mix of weak "
+                "scripted questioners (skills 0.1 and 0.25); every word once, greedy return (and 50 sampled games)"
             ),
             reference="archer_20q_paper_cpu",
             env="env=twenty_questions_subset",
-            overrides=("env.data_skills=[0.0,0.1]", "pretrain.num_iterations=30"),
+            overrides=("env.data_skills=[0.1,0.25]", "pretrain.num_iterations=30", "eval.sampled_episodes=50"),
             metric="eval/return_mean",
             methods=_WEAK,
             extra_methods=_WEAK_EXTRA,

@@ -99,7 +99,8 @@ def test_every_task_and_method_composes_with_the_tasks_env_start_and_evaluation(
         # The evaluation interval divides every method's games per iteration into whole iterations.
         assert all(s.eval_every % s.per_iter == 0 and s.eval_every == args.eval_every for s in plan.specs)
     weak = plans["twenty_questions_weak"][1]
-    assert weak.reference.env.data_skills == [0.0, 0.1] and weak.reference.pretrain.num_iterations == 30
+    assert weak.reference.env.data_skills == [0.1, 0.25] and weak.reference.pretrain.num_iterations == 30
+    assert all(s.config.eval.sampled_episodes == 50 for s in weak.specs)
     assert weak.reference.eval.num_episodes is None and weak.task.metric == "eval/return_mean"
     # Sampling temperature stays each method's own: GRPO's config samples at 0.5, PPO's at 1.
     temperatures = {s.method: s.config.model.policy.temperature for s in weak.specs}
@@ -108,6 +109,28 @@ def test_every_task_and_method_composes_with_the_tasks_env_start_and_evaluation(
         plan = plans[name][1]
         assert plan.reference.eval.num_episodes == 256 and plan.task.metric == "eval/success_rate"
         assert plans[name][0].eval_every == 128
+
+
+def test_the_weak_starts_data_leave_the_best_far_ahead(
+    plans: dict[str, tuple[argparse.Namespace, bench.Plan]],
+) -> None:
+    # The weak task's start clones scripted questioners of the skills its config names: their games must play far
+    # below the optimal questioner (the task's best) on the same words, or no clone of them could be weak.
+    from archer.envs.twenty_questions.dataset import generate_twenty_questions_dataset
+    from archer.envs.twenty_questions.optimal import OptimalValues
+    from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle
+    from archer.envs.twenty_questions.words import word_list
+
+    env = plans["twenty_questions_weak"][1].reference.env
+    words = word_list(env.words)
+    mix = [(skill, 1.0) for skill in env.data_skills]
+    games = generate_twenty_questions_dataset(200, 0, KnowledgeBaseOracle(), words, skill_mix=mix, max_turns=20)
+    data_return = sum(g.episode_return for g in games) / len(games)
+    values = OptimalValues(words, gamma=1.0)
+    best = sum(values.optimal_return(i, env.max_turns) for i in range(len(words))) / len(words)
+    assert best == pytest.approx(-2.8)
+    # Measured: -8.0 over these 200 games, five questions a word behind the best.
+    assert data_return < best - 4
 
 
 def test_games_to_half_the_gap_by_hand() -> None:
