@@ -116,8 +116,8 @@ def test_the_weak_starts_data_leave_the_best_far_ahead(
 ) -> None:
     # The weak task's start clones scripted questioners of the skills its config names: their games must play far
     # below the optimal questioner (the task's best) on the same words, or no clone of them could be weak.
+    from archer.envs.twenty_questions import best
     from archer.envs.twenty_questions.dataset import generate_twenty_questions_dataset
-    from archer.envs.twenty_questions.optimal import OptimalValues
     from archer.envs.twenty_questions.oracle import KnowledgeBaseOracle
     from archer.envs.twenty_questions.words import word_list
 
@@ -126,11 +126,10 @@ def test_the_weak_starts_data_leave_the_best_far_ahead(
     mix = [(skill, 1.0) for skill in env.data_skills]
     games = generate_twenty_questions_dataset(200, 0, KnowledgeBaseOracle(), words, skill_mix=mix, max_turns=20)
     data_return = sum(g.episode_return for g in games) / len(games)
-    values = OptimalValues(words, gamma=1.0)
-    best = sum(values.optimal_return(i, env.max_turns) for i in range(len(words))) / len(words)
-    assert best == pytest.approx(-2.8)
+    best_return = best(env, range(len(words))).return_mean
+    assert best_return == pytest.approx(-2.8)
     # Measured: -8.0 over these 200 games, five questions a word behind the best.
-    assert data_return < best - 4
+    assert data_return < best_return - 4
 
 
 def test_games_to_half_the_gap_by_hand() -> None:
