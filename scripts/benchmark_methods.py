@@ -47,14 +47,12 @@ the start policy it builds (``build_start_policy``) and reruns those whose itera
 on another machine from the same config and data can differ in floating point; ``other_start_runs``). So a task can
 be run in pieces (``--methods``) across sessions, and across machines that build the same start.
 
-Wall time, estimates (1 torch thread per run, measured on short runs or earlier benchmarks, not on these tasks at
-full size): on ``twenty_questions_strong`` 1,280 games took archer_20q_base about 15-25 min CPU, chai_20q 14 min,
-online filtered BC 4 min and ppo_20q's 12,800 games 23 min (docs/benchmark/twenty_questions_strong/results.md, CPU s
-/ run); its offline critic methods 40-60 min each. A weak start plays longer games (up to 20 questions instead of
-about 3), so on ``twenty_questions_weak`` expect the online runs to take several times as long per game; the
-grid games' 10-turn games and 256 evaluation games sit in between. A headroom task's default 18 runs (6 methods x 3
-seeds) plus the on-policy continuations are on the order of 10-40 CPU-hours; the page prints the task's total.
-Building the start policy once adds minutes (grid games) to about half an hour (Twenty Questions).
+CPU time, measured (1 torch thread per run; each method's mean CPU s per 1,280-game run over its 3 seeds, from the
+pages' ``CPU s / run``): on ``twenty_questions_weak`` archer_recipe 1,458, archer_paper about 1,500, ppo 724, grpo
+and gigpo about 325, filtered_bc 289; on ``sokoban`` 994-1,218 per method but ppo 2,419; on ``frozenlake`` 908-1,668
+(ppo 1,613 ± 980). A headroom task's 18 runs take 4-7 CPU-hours (``docs/benchmark/summary.md`` prints each task's
+total; ``twenty_questions_strong``, with its 10x on-policy runs and offline methods, 11). Building the start policy
+once adds minutes (grid games) to about half an hour (Twenty Questions).
 
 Usage (from ``scripts/``, like ``run.py``)::
 
