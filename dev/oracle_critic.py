@@ -29,6 +29,12 @@ sets; the turn limit left out, as there). Its moves are open text, so ``--baseli
 of ``--baseline-samples`` moves the policy samples afresh at the state (an estimate of ``E_pi Q*``, independent of
 the move it scores), and ``--baseline best`` is ``V*`` of the words still possible.
 
+``--best-move-labels`` (grid games) asks whether the exact values pay as labels where they do not as advantages:
+each sampled move's advantage is 1 when it is a best move (its ``Q*`` the highest of the four) and 0 otherwise, and 0
+at states whose four moves are worth the same, so the actor raises the probability of its own samples that are best
+moves where the move matters, and nothing else: cloning of the exact solver's moves at the states the policy visits,
+by the actor's own gradient.
+
 ``--value-noise SD`` (Twenty Questions) asks how good a critic must be: every move's value gets an error of
 standard deviation SD, fixed per (observation, utterance) as a learned critic's error is, and the run first logs how
 well the noisy values order the moves at 100 script-played probe states (the figures ``probe_critic.py`` gives a
@@ -160,6 +166,17 @@ class OptimalAdvantages:
         pairs = zip(observations, actions, baselines, strict=True)
         return torch.tensor([self.action_value(o, a) - b for o, a, b in pairs])
 
+    def best_move_labels(self, observations: Sequence[str], actions: Sequence[str]) -> torch.Tensor:
+        """1.0 for each ``actions[i]`` worth the best move's ``Q*`` at ``observations[i]``, 0.0 for any other, and
+        0.0 wherever the four moves are worth the same (a room lost or a map's goal out of reach): a label there
+        would only reinforce whatever the policy sampled."""
+        labels = []
+        for observation, action in zip(observations, actions, strict=True):
+            values = self.move_values(observation).values()
+            best = max(values)
+            labels.append(min(values) < best - 1e-9 and self.action_value(observation, action) >= best - 1e-9)
+        return torch.tensor(labels, dtype=torch.float32)
+
     def action_value(self, observation: str, action: str) -> float:
         """``Q*`` of an utterance at ``observation``: its move's, or a wasted turn's when it names none."""
         direction = parse_direction(action)
@@ -257,12 +274,15 @@ def noisy_ranking(values: TwentyQuestionsAdvantages, env_cfg: TwentyQuestionsEnv
 GRID_GAMES = ("sokoban", "frozenlake")
 
 
-def grid_advantages(trainer: Trainer, baseline: str) -> ActorAdvantages:
-    """The actor's advantages from a grid game's exact values (``OptimalAdvantages``), ``b`` by ``baseline``."""
+def grid_advantages(trainer: Trainer, baseline: str, best_move_labels: bool = False) -> ActorAdvantages:
+    """The actor's advantages from a grid game's exact values (``OptimalAdvantages``), ``b`` by ``baseline``; with
+    ``best_move_labels`` 1 for a best move and 0 for any other instead."""
     advantages = OptimalAdvantages.of_env(trainer.env, trainer.cfg.algorithm.critic.gamma)
     score_moves = policy_scorer(trainer.policy)
 
     def actor_advantages(observations: list[str], actions: list[str]) -> torch.Tensor:
+        if best_move_labels:
+            return advantages.best_move_labels(observations, actions)
         baselines = None
         if baseline == "policy":
             baselines = [advantages.policy_baseline(o, score_moves(o, DIRECTIONS)) for o in observations]
@@ -295,19 +315,24 @@ def twenty_questions_advantages(
 
 
 def build_oracle_trainer(
-    cfg: RunConfig, baseline: str = "policy", baseline_samples: int = 4, value_noise: float = 0.0
+    cfg: RunConfig,
+    baseline: str = "policy",
+    baseline_samples: int = 4,
+    value_noise: float = 0.0,
+    best_move_labels: bool = False,
 ) -> Trainer:
     """``run.py``'s trainer of ``cfg`` (online ArCHer on Sokoban, FrozenLake or Twenty Questions over a small word
     list), its actor's advantages replaced by its game's exact ones (``baseline``: ``policy`` or ``best``, see the
     module docstring; ``baseline_samples``: Twenty Questions' policy moves per state) and its critic phase by
     nothing. ``value_noise`` (Twenty Questions only) adds a persistent error of that standard deviation to every
     move's value (``TwentyQuestionsAdvantages.action_value``), seeded by the run's seed: an exact critic made as
-    imperfect as a learned one.
+    imperfect as a learned one. ``best_move_labels`` (grid games only) makes each sampled move's advantage 1 when
+    it is a best move and 0 otherwise (``OptimalAdvantages.best_move_labels``).
 
     Raises:
         ValueError: an unknown ``baseline``, fewer than one sample, ``cfg`` not online ArCHer on one of the games,
-            a Twenty Questions setting without exact values, or noise on a grid game or below 0 (all before
-            anything is built).
+            a Twenty Questions setting without exact values, noise on a grid game or below 0, or best-move labels
+            on Twenty Questions (all before anything is built).
     """
     if baseline not in ("policy", "best"):
         raise ValueError(f"baseline must be 'policy' or 'best', got {baseline!r}")
@@ -323,8 +348,10 @@ def build_oracle_trainer(
         if value_noise:
             raise ValueError("value noise is Twenty Questions' only")
         trainer = build_trainer(cfg)
-        advantages = grid_advantages(trainer, baseline)
+        advantages = grid_advantages(trainer, baseline, best_move_labels)
     else:
+        if best_move_labels:
+            raise ValueError("best-move labels are the grid games' only (Twenty Questions' moves are open text)")
         assert isinstance(cfg.env, TwentyQuestionsEnvConfig)
         values = TwentyQuestionsAdvantages.of_config(cfg.env, cfg.algorithm.critic.gamma, value_noise, cfg.seed)
         if value_noise:
@@ -363,9 +390,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         default=0.0,
         help="Twenty Questions: standard deviation of a persistent error added to every move's exact value (0)",
     )
+    parser.add_argument(
+        "--best-move-labels",
+        action="store_true",
+        help="grid games: advantage 1 for a sampled best move and 0 for any other, instead of Q* - b",
+    )
     args, cfg = parse_run(parser, argv)
     return fit_built(
-        parser, args, lambda: build_oracle_trainer(cfg, args.baseline, args.baseline_samples, args.value_noise)
+        parser,
+        args,
+        lambda: build_oracle_trainer(
+            cfg, args.baseline, args.baseline_samples, args.value_noise, args.best_move_labels
+        ),
     )
 
 

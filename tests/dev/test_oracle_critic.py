@@ -37,6 +37,9 @@ def test_sokoban_advantages_by_hand(oracle: ModuleType) -> None:
     got = advantages([two_turns] * 4, ["Right.", "left", "UP", "no move at all"])
     # The utterance without a move: -0.1 - 0.5 + 0.5 * 10.9 = 4.85, so 4.85 - 10.9.
     assert got.tolist() == pytest.approx([0.0, -5.55, -5.55, -6.05])
+    # As labels, only the move worth the best value counts.
+    labels = advantages.best_move_labels([two_turns] * 4, ["Right.", "left", "UP", "no move at all"])
+    assert labels.tolist() == [1.0, 0.0, 0.0, 0.0]
     # On the last turn nothing follows a wasted move.
     assert advantages([_observation(1, *room)], ["left"]).tolist() == pytest.approx([-11.0])
     # The policy's baseline: probabilities 0.1, 0.1, 0.7, 0.1 of left, down, right, up (given unnormalised, as
@@ -56,6 +59,12 @@ def test_frozen_lake_advantages_by_hand(oracle: ModuleType) -> None:
     assert advantages([observation] * 2, ["right", "left"]).tolist() == pytest.approx([0.0, -0.5])
     # A hole between the player and the goal: no move reaches it.
     assert max(advantages.move_values(_observation(3, "P O G")).values()) == 0.0
+    # Where every move is worth the same, none is labelled; two best moves of four both are.
+    assert advantages.best_move_labels([_observation(3, "P O G")] * 2, ["left", "right"]).tolist() == [0.0, 0.0]
+    two_ways = _observation(2, "P _", "_ G")
+    assert advantages.move_values(two_ways) == pytest.approx({"left": 0.0, "down": 0.5, "right": 0.5, "up": 0.0})
+    labels = advantages.best_move_labels([two_ways] * 4, ["right", "down", "left", "up"])
+    assert labels.tolist() == [1.0, 1.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="on the ice"):
         advantages.move_values(_observation(2, "_ X G"))
 
@@ -118,6 +127,14 @@ def test_a_tiny_run_trains_the_actor_on_optimal_advantages_and_never_the_critic(
     assert advantages.max() > 0.0 > advantages.min()
     with pytest.raises(ValueError, match="baseline must be"):
         oracle.build_oracle_trainer(compose_run("archer_sokoban", overrides), baseline="mean")
+    # As labels: 1 for the best moves of the state, 0 for the others.
+    trainer = oracle.build_oracle_trainer(
+        compose_run("archer_sokoban", [*overrides, f"run_dir={tmp_path / 'labels'}"]), best_move_labels=True
+    )
+    values = oracle.OptimalAdvantages.of_env(trainer.env, trainer.cfg.algorithm.critic.gamma).move_values(observation)
+    expected = [float(values[move] == max(values.values())) for move in moves]
+    assert trainer.algorithm.actor_advantages([observation] * 4, moves).tolist() == expected
+    assert 1.0 in expected
 
     with pytest.raises(SystemExit):
         oracle.main(["--config-name", "bc_sokoban", *TINY_RUN_OVERRIDES, f"run_dir={tmp_path / 'bc'}"])
@@ -191,6 +208,8 @@ def test_a_tiny_twenty_questions_run_trains_on_exact_advantages(oracle: ModuleTy
         oracle.TwentyQuestionsAdvantages.of_config(replace(env_cfg, words="full"), gamma=1.0)
     with pytest.raises(ValueError, match="baseline_samples"):
         oracle.build_oracle_trainer(compose_run("archer_20q_paper_cpu", overrides), baseline_samples=0)
+    with pytest.raises(ValueError, match="best-move labels are the grid games' only"):
+        oracle.build_oracle_trainer(compose_run("archer_20q_paper_cpu", overrides), best_move_labels=True)
     with pytest.raises(ValueError, match="standard deviation, >= 0"):
         oracle.TwentyQuestionsAdvantages.of_config(env_cfg, gamma=1.0, noise=-0.1)
     # The noise's cost in ordering, at script-played probe states: none without it, some with it.
