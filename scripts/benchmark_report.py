@@ -354,6 +354,14 @@ BUDGET_TEXT = (
 )
 
 
+# Why a run's CPU time on the pages can exceed what it takes alone, and where runs timed alone are recorded.
+NEIGHBOURS_TEXT = (
+    "The benchmark runs two at a time on 2 cores, and one thread beside a busy neighbour runs 1.6-1.8 times slower "
+    "than alone ([speed.md](../speed.md#threads-under-load)); runs timed alone: "
+    "[speed.md](../speed.md#ppo-on-the-grid-games-alone)."
+)
+
+
 def budget_line(results: Sequence[RunResult]) -> str:
     """The page's note on which online methods' runs went over the budget."""
     over = over_budget(results)
@@ -936,5 +944,7 @@ def summary_markdown(
         f"Online runs over {BUDGET_TEXT}: "
         + ("; ".join(f"{name}: {', '.join(parts)}" for name, parts in over.items() if parts) or "none")
         + ".",
+        "",
+        NEIGHBOURS_TEXT,
     ]
     return "\n".join(lines) + "\n"

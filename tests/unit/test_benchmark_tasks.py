@@ -275,6 +275,7 @@ def test_task_page_and_summary_from_made_up_runs(
     )
     within = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1}, {"sokoban": []})
     assert "with the neighbours it had): none." in within
+    assert summary.endswith(pages.NEIGHBOURS_TEXT + "\n") and "1.6-1.8 times slower" in summary
     assert (
         rows[2] in summary
         and "CPU-hours of the runs per task (building each start is counted on the task's own page): sokoban 3.0."
