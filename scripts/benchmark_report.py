@@ -356,8 +356,8 @@ BUDGET_TEXT = (
 
 # Why a run's CPU time on the pages can exceed what it takes alone, and where runs timed alone are recorded.
 NEIGHBOURS_TEXT = (
-    "The benchmark runs two at a time on 2 cores, and one thread beside a busy neighbour runs 1.6-1.8 times slower "
-    "than alone ([speed.md](../speed.md#threads-under-load)); runs timed alone: "
+    "The benchmark runs two at a time by default (`--jobs 2`), and one thread beside a busy neighbour runs 1.6-1.8 "
+    "times slower than alone ([speed.md](../speed.md#threads-under-load)); runs timed alone: "
     "[speed.md](../speed.md#ppo-on-the-grid-games-alone)."
 )
 
