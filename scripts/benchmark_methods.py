@@ -3,9 +3,10 @@
 One command trains every method of a task over the same seeds and regenerates, into ``docs/benchmark/<task>/``,
 ``results.md`` (the exact command; the start, the best achievable figure and half the gap between them; each
 method's final metric, mean, std and every seed; the games each needs to close half the gap and its ratio to the
-ArCHer runs'; every method's config and every switch that departs from the paper; the stopping rule; the task's
-CPU-hours), ``runs.csv`` (one row per run), ``curves.csv`` (every evaluation point) and ``curves.png`` (the greedy
-metric against games: seed mean and min-max band per method, the start and the best as horizontal lines).
+ArCHer runs'; the games each needs to reach the ArCHer recipe's final mean, where the recipe's gain is beyond noise;
+every method's config and every switch that departs from the paper; the stopping rule; the task's CPU-hours),
+``runs.csv`` (one row per run), ``curves.csv`` (every evaluation point) and ``curves.png`` (the greedy metric
+against games: seed mean and min-max band per method, the start and the best as horizontal lines).
 ``--summary`` rebuilds ``docs/benchmark/summary.md``, one row per task and method, from the tasks' archives.
 
 Tasks (``benchmark_tasks.py`` defines them; each run takes its task reference config's ``env``, ``model.policy``,

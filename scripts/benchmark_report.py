@@ -1,5 +1,6 @@
 """The method benchmark's pages: the analysis of a task's runs (final figures, games to half the gap from the start
-to the best, ratios to the ArCHer runs, the paper's orderings on twenty_questions_strong) and what it writes:
+to the best and to the ArCHer recipe's final, ratios to the ArCHer runs, the paper's orderings on
+twenty_questions_strong) and what it writes:
 ``results.md``, ``runs.csv``, ``curves.csv``, ``curves.png`` per task and the rows of ``summary.md``.
 
 ``benchmark_methods.py`` plans and runs the benchmark and calls ``report``; this module reads its results and runs
@@ -138,29 +139,29 @@ def half_gap_level(start: float, best: float) -> float:
 
 
 @dataclass(frozen=True)
-class HalfGap:
-    """When a method's seed-mean curve first reaches half the gap: ``games`` (None: not within ``played``)."""
+class Reach:
+    """When a method's seed-mean curve first reaches a level: ``games`` (None: not within ``played``)."""
 
     games: float | None
     played: float
 
 
-def half_gap(runs: Sequence[RunResult], level: float, key: str) -> HalfGap | None:
+def reach(runs: Sequence[RunResult], level: float, key: str) -> Reach | None:
     """The games the finished runs' seed-mean curve needs to reach ``level``; None without finished runs."""
     curve = seed_mean_curve([r for r in runs if r.finished], key)
     if not curve:
         return None
-    return HalfGap(games_to_reach(curve, level), curve[-1][0])
+    return Reach(games_to_reach(curve, level), curve[-1][0])
 
 
-def half_gap_text(gap: HalfGap | None) -> str:
+def reach_text(gap: Reach | None) -> str:
     if gap is None:
         return "n/a"
     return f"{gap.games:.0f}" if gap.games is not None else f"not reached within {gap.played:.0f} games"
 
 
-def ratio_text(gap: HalfGap | None, archer: HalfGap | None) -> str:
-    """A method's games to half the gap over an ArCHer's: a bound when one of them has not reached it."""
+def ratio_text(gap: Reach | None, archer: Reach | None) -> str:
+    """A method's games to a level over an ArCHer's: a bound when one of them has not reached it."""
     if gap is None or archer is None:
         return "n/a"
     if gap.games is not None and archer.games:
@@ -170,6 +171,64 @@ def ratio_text(gap: HalfGap | None, archer: HalfGap | None) -> str:
     if gap.games is not None and archer.games is None:
         return f"< {gap.games / archer.played:.1f}x"
     return "n/a"
+
+
+def archer_final_problem(task: Task, results: Sequence[RunResult], start: float | None) -> str | None:
+    """Why the final mean of the task's first ArCHer is no level to count games to (None: it is one). Its gain over
+    the start must pass the learning bar's test (above twice its seed spread, no seed ending below the start) and,
+    for a success rate, be above two binomial standard errors of the start's rate over the evaluation games (seeds
+    that end alike have no spread): below that, every curve begins within noise of the level and the games to it
+    measure nothing."""
+    runs = [r for r in group(results).get(task.archers[0], []) if r.final]
+    values = finals(runs, task.point_key)
+    if not values or start is None:
+        return "it has no finished runs yet"
+    mean, std = mean_std(values)
+    gain = mean - start
+    head = f"its final mean ({mean:.3f}) is {gain:+.3f} from the start ({start:.3f})"
+    if gain <= 2 * std or min(values) < start:
+        return f"{head}, not above twice its seed spread ({2 * std:.3f}) with no seed below the start"
+    if task.point_key == "success":
+        games = runs[0].spec.config.eval.num_episodes
+        floor = 2 * math.sqrt(start * (1 - start) / games)
+        if gain <= floor:
+            return f"{head}, not above two standard errors of the start's rate over its {games} games ({floor:.3f})"
+    return None
+
+
+def archer_final_reaches(task: Task, results: Sequence[RunResult], start: float | None) -> dict[str, Reach | None]:
+    """Each online method's games to the final mean of the task's first ArCHer (the paper's measure of sample
+    efficiency: the games a method needs for the figure ArCHer ends with); empty where ``archer_final_problem``
+    says that mean is no level to count to."""
+    level = stopping_level(task, results)
+    if level is None or archer_final_problem(task, results, start) is not None:
+        return {}
+    online = group([r for r in results if r.spec.kind == "online"])
+    return {method: reach(runs, level, task.point_key) for method, runs in online.items()}
+
+
+def archer_final_lines(task: Task, results: Sequence[RunResult], start: float | None) -> list[str]:
+    """The task page's section on each online method's games to the final mean of the task's first ArCHer."""
+    archer = task.archers[0]
+    problem = archer_final_problem(task, results, start)
+    if problem is not None:
+        return [f"Not measured for `{archer}`: {problem}, so every curve begins within noise of it."]
+    reaches = archer_final_reaches(task, results, start)
+    lines = [
+        f"The first evaluation at which each online method's seed-mean curve reaches `{archer}`'s final mean "
+        f"({stopping_level(task, results):.3f}; the start {start:.3f}), and those games over `{archer}`'s own (the "
+        "paper's measure of sample efficiency: the games a method needs for the figure ArCHer ends with; > : a lower "
+        "bound, the method had not reached it in the games it played).",
+        "",
+    ]
+    return lines + [f"- `{method}`: {archer_final_text(reaches, method, archer)}." for method in reaches]
+
+
+def archer_final_text(reaches: dict[str, Reach | None], method: str, archer: str) -> str:
+    """``games (ratio to the ArCHer's)`` of one method, "n/a" where there is no such figure."""
+    if method not in reaches or reaches[method] is None:
+        return "n/a"
+    return f"{reach_text(reaches[method])} ({ratio_text(reaches[method], reaches.get(archer))})"
 
 
 def ppo_lines(grouped: dict[str, list[RunResult]], args: argparse.Namespace) -> list[str]:
@@ -718,7 +777,7 @@ def markdown(
     other_key, other = ("success", "success") if key == "return" else ("return", "return")
     grouped = group(results)
     gaps = {
-        m: half_gap(runs, figures.level, key) if figures.level is not None and runs[0].spec.kind == "online" else None
+        m: reach(runs, figures.level, key) if figures.level is not None and runs[0].spec.kind == "online" else None
         for m, runs in grouped.items()
     }
     archers = [a for a in task.archers if a in grouped]
@@ -744,7 +803,7 @@ def markdown(
         per_game = [r.seconds_per_game for r in done if r.seconds_per_game is not None]
         if runs[0].spec.kind == "online":
             used = f"{runs[0].spec.budget} env games"
-            gap = half_gap_text(gaps[method]) if figures.level is not None else "n/a"
+            gap = reach_text(gaps[method]) if figures.level is not None else "n/a"
             ratios = "".join(f" | {ratio_text(gaps[method], gaps[a])}" for a in archers)
         else:
             sizes = sorted({r.dataset_trajectories for r in runs if r.dataset_trajectories is not None})
@@ -769,6 +828,10 @@ def markdown(
         lines.append("")
         lines.append("## Stopping rule\n")
         lines += stopping_lines(task, results, args)
+    if task.archers[0] in grouped:
+        lines.append("")
+        lines.append(f"## Games to `{task.archers[0]}`'s final\n")
+        lines += archer_final_lines(task, results, figures.start)
     if task.orderings:
         lines.append("")
         lines.append(
@@ -897,8 +960,9 @@ def summary_rows(task: Task, results: Sequence[RunResult], figures: Figures) -> 
     key = task.point_key
     grouped = group([r for r in results if r.spec.kind == "online"])
     level = figures.level
-    gaps = {m: half_gap(runs, level, key) if level is not None else None for m, runs in grouped.items()}
+    gaps = {m: reach(runs, level, key) if level is not None else None for m, runs in grouped.items()}
     archer = task.archers[0]
+    reaches = archer_final_reaches(task, results, figures.start)
     best = f"{figures.best:.2f}" if figures.best is not None else "n/a"
     start = f"{figures.start:.2f}" if figures.start is not None else "n/a"
     rows = []
@@ -907,7 +971,8 @@ def summary_rows(task: Task, results: Sequence[RunResult], figures: Figures) -> 
         final = f"{fmt(done)} ({len(done)})" if done else "no finished runs"
         rows.append(
             f"| {task.name} | {task.metric_name} | {start} | {best} | `{method}` | {final} "
-            f"| {half_gap_text(gaps[method])} | {ratio_text(gaps[method], gaps.get(archer))} |"
+            f"| {reach_text(gaps[method])} | {ratio_text(gaps[method], gaps.get(archer))} "
+            f"| {archer_final_text(reaches, method, archer)} |"
         )
     return rows
 
@@ -928,13 +993,18 @@ def summary_markdown(
         "Final: the greedy metric at the end of each method's budget, mean ± std over seeds (seeds in brackets). "
         "Games to half the gap: the first evaluation at which the seed-mean curve is halfway from the start to the "
         "best. Ratio: those games over the task's ArCHer recipe's (`archer_recipe`; `archer_20q_base` on "
-        "twenty_questions_strong), > or < where one of the two did not reach it. Online methods only. "
+        "twenty_questions_strong), > or < where one of the two did not reach it. Games to ArCHer's final: the first "
+        "evaluation at which the seed-mean curve reaches that ArCHer's final mean, and in brackets those games over "
+        "the ArCHer's own (the paper's measure of sample efficiency); n/a where that ArCHer's gain over the start is "
+        "within noise (the task's page says by which test). "
+        "Online methods only. "
         "The on-policy methods' ceiling, as each task's pages were built (`--on-policy-factor` x the games): "
         + ", ".join(f"{name} {factor}x" for name, factor in on_policy_factors.items())
         + ".",
         "",
-        "| task | metric | start | best | method | final | games to half the gap | ratio to ArCHer |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| task | metric | start | best | method | final | games to half the gap | ratio to ArCHer "
+        "| games to ArCHer's final (ratio) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
         "CPU-hours of the runs per task (building each start is counted on the task's own page): "

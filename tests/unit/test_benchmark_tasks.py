@@ -139,13 +139,13 @@ def test_games_to_half_the_gap_by_hand() -> None:
     assert pages.games_to_reach(curve, pages.half_gap_level(-15.0, -2.8)) == 480
     # Success rates: start 0.25, best 1.0, half the gap 0.625.
     assert pages.half_gap_level(0.25, 1.0) == 0.625
-    gap, archer = pages.HalfGap(1536, 2560), pages.HalfGap(768, 1280)
-    assert pages.half_gap_text(gap) == "1536" and pages.ratio_text(gap, archer) == "2.0x"  # 1536 / 768
-    missed = pages.HalfGap(None, 12800)
-    assert pages.half_gap_text(missed) == "not reached within 12800 games"
+    gap, archer = pages.Reach(1536, 2560), pages.Reach(768, 1280)
+    assert pages.reach_text(gap) == "1536" and pages.ratio_text(gap, archer) == "2.0x"  # 1536 / 768
+    missed = pages.Reach(None, 12800)
+    assert pages.reach_text(missed) == "not reached within 12800 games"
     assert pages.ratio_text(missed, archer) == "> 16.7x"  # at least 12800 / 768
-    assert pages.ratio_text(gap, pages.HalfGap(None, 1280)) == "< 1.2x"  # at most 1536 / 1280
-    assert pages.ratio_text(missed, pages.HalfGap(None, 1280)) == "n/a"
+    assert pages.ratio_text(gap, pages.Reach(None, 1280)) == "< 1.2x"  # at most 1536 / 1280
+    assert pages.ratio_text(missed, pages.Reach(None, 1280)) == "n/a"
 
 
 def test_stopping_rule_on_made_up_values() -> None:
@@ -245,6 +245,12 @@ def test_task_page_and_summary_from_made_up_runs(
     ppo = "| 2560 env games | 0.25 ± 0.00 | 0.88 ± 0.00 | 0.62 ± 0.00 | s0: 0.88, s1: 0.88 | 1536 | 2.0x | < 1.2x |"
     assert ppo in text
     assert "- `ppo`: stopped at 2560 games (seed-mean last evaluation 0.88 >= 0.75)." in text
+    # The recipe's final mean, 6/8, first reached by its seed mean at 1,024 games; PPO's at 2,048 (2.0x); the
+    # paper's not within its 1,280 (at least 1280 / 1024 = 1.25x, shown rounded half to even).
+    assert "## Games to `archer_recipe`'s final" in text
+    assert "reaches `archer_recipe`'s final mean (0.750; the start 0.250)" in text
+    assert "- `archer_paper`: not reached within 1280 games (> 1.2x)." in text
+    assert "- `archer_recipe`: 1024 (1.0x)." in text and "- `ppo`: 2048 (2.0x)." in text
     assert "switches beyond the paper: none" in text and f"switches beyond the paper: `{' '.join(RECIPE)}`" in text
     # Six runs of 1,800 CPU seconds each: ArCHer's at the budget of 1,280 games, PPO's at half of it (2,560 games).
     assert "- Total: 3.00 CPU-hours" in text
@@ -263,9 +269,9 @@ def test_task_page_and_summary_from_made_up_runs(
     rows = pages.summary_rows(plan.task, results, pages.task_figures(plan, results))
     assert rows == [
         "| sokoban | success rate | 0.25 | 1.00 | `archer_paper` | 0.50 ± 0.00 (2) | not reached within 1280 games "
-        "| > 1.7x |",
-        "| sokoban | success rate | 0.25 | 1.00 | `archer_recipe` | 0.75 ± 0.00 (2) | 768 | 1.0x |",
-        "| sokoban | success rate | 0.25 | 1.00 | `ppo` | 0.88 ± 0.00 (2) | 1536 | 2.0x |",
+        "| > 1.7x | not reached within 1280 games (> 1.2x) |",
+        "| sokoban | success rate | 0.25 | 1.00 | `archer_recipe` | 0.75 ± 0.00 (2) | 768 | 1.0x | 1024 (1.0x) |",
+        "| sokoban | success rate | 0.25 | 1.00 | `ppo` | 0.88 ± 0.00 (2) | 1536 | 2.0x | 2048 (2.0x) |",
     ]
     summary = pages.summary_markdown(rows, ["--summary"], {"sokoban": 3.0}, {"sokoban": 1}, {"sokoban": over})
     assert "benchmark_methods.py --summary" in summary and "sokoban 1x." in summary
@@ -281,6 +287,36 @@ def test_task_page_and_summary_from_made_up_runs(
         and "CPU-hours of the runs per task (building each start is counted on the task's own page): sokoban 3.0."
         in summary
     )
+
+
+def test_games_to_the_recipes_final_only_where_its_gain_is_beyond_noise(
+    plans: dict[str, tuple[argparse.Namespace, bench.Plan]],
+) -> None:
+    _, plan = plans["sokoban"]
+    # The recipe flat at the start (2/8) and PPO rising: every curve begins at the recipe's final, so no figure.
+    flat = made_up(plan, "archer_recipe", [[2] * 11] * 2, 1280)
+    results = [*flat, *made_up(plan, "ppo", [ppo_curve(1280)] * 2, 1280)]
+    figures = pages.task_figures(plan, results)
+    assert figures.start == 0.25 and pages.archer_final_reaches(plan.task, results, figures.start) == {}
+    assert pages.archer_final_lines(plan.task, results, figures.start) == [
+        "Not measured for `archer_recipe`: its final mean (0.250) is +0.000 from the start (0.250), not above twice "
+        "its seed spread (0.000) with no seed below the start, so every curve begins within noise of it."
+    ]
+    # A gain of 1/8 on one seed and none on the other: 1/16 on the mean, within twice the spread (0.177).
+    split = made_up(plan, "archer_recipe", [[2] * 10 + [3], [2] * 11], 1280)
+    assert pages.archer_final_reaches(plan.task, [*split, *results[2:]], figures.start) == {}
+    # Both seeds end at 9/32, 1/32 above the start with no spread: within two binomial standard errors of the start's
+    # rate over the 256 rooms, 2 sqrt(0.25 x 0.75 / 256) = 0.054. At 3/8 (1/8 above) the level counts.
+    alike = [replace(r, curve=[*r.curve[:-1], {**r.curve[-1], "success": 9 / 32}]) for r in flat]
+    assert pages.archer_final_lines(plan.task, [*alike, *results[2:]], figures.start) == [
+        "Not measured for `archer_recipe`: its final mean (0.281) is +0.031 from the start (0.250), not above two "
+        "standard errors of the start's rate over its 256 games (0.054), so every curve begins within noise of it."
+    ]
+    higher = made_up(plan, "archer_recipe", [[2] * 10 + [3]] * 2, 1280)
+    reaches = pages.archer_final_reaches(plan.task, [*higher, *results[2:]], figures.start)
+    assert reaches == {"archer_recipe": pages.Reach(1280, 1280), "ppo": pages.Reach(512, 1280)}  # 2 + 512 // 512
+    row = pages.summary_rows(plan.task, results, figures)[1]
+    assert row.startswith("| sokoban | success rate | 0.25 | 1.00 | `ppo` |") and row.endswith("| n/a |")
 
 
 def test_an_unfinished_runs_time_counts_in_the_total_but_not_in_a_runs_cost(
