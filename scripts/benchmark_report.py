@@ -993,17 +993,17 @@ def summary_markdown(
         "Final: the greedy metric at the end of each method's budget, mean ± std over seeds (seeds in brackets). "
         "Games to half the gap: the first evaluation at which the seed-mean curve is halfway from the start to the "
         "best. Ratio: those games over the task's ArCHer recipe's (`archer_recipe`; `archer_20q_base` on "
-        "twenty_questions_strong), > or < where one of the two did not reach it. Games to ArCHer's final: the first "
-        "evaluation at which the seed-mean curve reaches that ArCHer's final mean, and in brackets those games over "
-        "the ArCHer's own (the paper's measure of sample efficiency); n/a where that ArCHer's gain over the start is "
-        "within noise (the task's page says by which test). "
+        "twenty_questions_strong), > or < where one of the two did not reach it. Games to the recipe's final: the "
+        "first evaluation at which the seed-mean curve reaches that recipe's final mean, and in brackets those games "
+        "over the recipe's own (the paper's measure of sample efficiency); n/a where the recipe's gain over the start "
+        "is within noise (the task's page says by which test). "
         "Online methods only. "
         "The on-policy methods' ceiling, as each task's pages were built (`--on-policy-factor` x the games): "
         + ", ".join(f"{name} {factor}x" for name, factor in on_policy_factors.items())
         + ".",
         "",
         "| task | metric | start | best | method | final | games to half the gap | ratio to ArCHer "
-        "| games to ArCHer's final (ratio) |",
+        "| games to the recipe's final (ratio) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *rows,
         "",
