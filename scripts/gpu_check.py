@@ -23,7 +23,8 @@ ignored on a CPU).
    samples, 3 actor steps of 256; no warm-up, so the actor runs) for two iterations, then each phase's floor on the
    last iteration's states (``archer.phase_timing``; the critic's two floors timed on ``--floor-share`` of their
    work and scaled up): seconds and generated tokens per second per phase, each phase's ratio to its floor.
-   ``algorithm.generation_batch_size=256`` replaces the CPU's 32 (a speed-only key);
+   ``algorithm.generation_batch_size=256`` replaces the CPU's 32 and the target critic's passes take 256 rows
+   (``algorithm.critic.target_micro_batch_size``; both speed-only keys);
 4. ``llm_20q``: ``archer_llm_20q`` with a random-weight Mistral-7B policy in bfloat16 with LoRA as shipped and a
    RoBERTa-base critic, one iteration of 8 games of 20 turns, one critic step of 32 and one actor step of 8 with
    the shipped micro-batches (4 and 2) and 1,024-token prompts: seconds per phase and peak memory, and the bare
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +85,9 @@ VERSIONS = ("torch", "transformers", "accelerate", "peft", "tokenizers", "hydra-
 # 223 s of a 319 s paper-scale iteration in the RoBERTa critic's 1,600 micro-batch passes (docs/speed.md).
 COMMON = ("pretrain=null", "eval.every_iters=0", "logging.progress_bars=false", "seed=0", "tf32=true")
 PAPER = (*COMMON, "algorithm.warmup_iters=0")
-PAPER_GPU = ("algorithm.generation_batch_size=256",)
+# The target critic's passes take a whole step's 256 rows at once (no gradient): with it the critic update came
+# within 1.22x of its floor on an H200 (1.64x at micro-batches of 8, docs/speed.md). Both keys are speed-only.
+PAPER_GPU = ("algorithm.generation_batch_size=256", "algorithm.critic.target_micro_batch_size=256")
 LLM = (
     *COMMON,
     "algorithm.warmup_iters=0",
@@ -483,7 +487,10 @@ def run_steps(context: Context, steps: Sequence[Step], report: dict[str, Any]) -
         except subprocess.TimeoutExpired:
             record |= {"status": "stopped", "note": "stopped at the budget"}
         except Exception as error:  # a step's failure is its result; the next steps still run
+            # The traceback goes into the JSON: a GPU run is short and rare, and its log may not come back whole.
             record |= {"status": "failed", "note": f"{type(error).__name__}: {str(error)[:300]}"}
+            record["traceback"] = traceback.format_exc()[-6000:]
+            print(record["traceback"], file=sys.stderr, flush=True)
         record["seconds"] = time.monotonic() - start
         if step.name != "requirements":
             # A subprocess step reports its child's peak (or None); an in-process step's is read here.

@@ -91,6 +91,28 @@ def test_an_earlier_step_runs_when_it_fits_though_the_later_ones_then_do_not(tmp
     assert len(deadlines) == 1 and start + 100.0 <= deadlines[0] <= time.monotonic() + 100.0
 
 
+def test_a_failed_step_keeps_its_traceback_and_the_next_step_runs(tmp_path: Path, gpu_check) -> None:
+    import argparse
+    import time
+
+    def broken(context, deadline: float) -> dict:
+        raise RuntimeError("probability tensor contains either inf, nan or element < 0")
+
+    def fine(context, deadline: float) -> dict:
+        return {"phases_s": {"iteration": 1.0}, "transitions": 1}
+
+    out = tmp_path / "check.json"
+    args = argparse.Namespace(budget_s=60.0, dry_run=False, out=out)
+    context = gpu_check.Context(args=args, work_dir=tmp_path, end=time.monotonic() + 60.0)
+    report: dict = {"steps": {}}
+    gpu_check.run_steps(context, [gpu_check.Step("broken", 0.0, broken), gpu_check.Step("fine", 0.0, fine)], report)
+    failed = json.loads(out.read_text())["steps"]["broken"]
+    assert failed["status"] == "failed" and failed["note"].startswith("RuntimeError: probability tensor")
+    # Where it broke, not only what: the frame of the step that raised.
+    assert "in broken" in failed["traceback"] and failed["traceback"].rstrip().endswith("element < 0")
+    assert report["steps"]["fine"]["status"] == "ok"
+
+
 def test_a_missing_package_is_named_with_the_install_command(
     tmp_path: Path, gpu_check, monkeypatch: pytest.MonkeyPatch
 ) -> None:
