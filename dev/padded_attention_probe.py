@@ -152,9 +152,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         except Exception as error:  # one kernel's refusal (unsupported shapes) or failure is its result
             figures = {"status": "failed", "error": f"{type(error).__name__}: {str(error)[:400]}"}
             if "device-side assert" in str(error) or "CUDA error" in str(error):
-                report["kernels"][kernel] = figures
                 report["stopped"] = "a CUDA error leaves the device unusable: later kernels not probed"
-                break
         report["kernels"][kernel] = figures
         if figures["status"] == "ok":
             figures["first_bad_hidden_state"] = first_bad_layer(figures["hidden_states"])
@@ -165,6 +163,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{kernel}: {json.dumps(summary)}", flush=True)
         if args.out is not None:
             args.out.write_text(json.dumps(report, indent=1) + "\n")
+        if "stopped" in report:
+            break
     return report
 
 
