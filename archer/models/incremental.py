@@ -142,6 +142,9 @@ class IncrementalSession:
         self.stats.full_encodes += sum(n == 0 for n in reuse)
 
         cache, width, cache_mask = self._select_rows(slots, row_of, previous, reuse)
+        # The live rows are copied out: drop the last turn's cache before decoding, so that at most two caches (the
+        # rows' and the compacted one) are alive at once. At Mistral-7B's size 128 games' cache is about 17 GiB.
+        self._cache = None
         block_ids, block_mask = self.policy.left_pad(blocks)
         token_ids, cache = self.policy.decode_batch(
             block_ids, torch.cat([cache_mask, block_mask], dim=1), self.greedy, past_key_values=cache

@@ -162,6 +162,25 @@ def test_a_restarted_history_is_re_encoded_and_matches_full_play(make_policy: Ca
     assert actor.sessions[0].stats.full_encodes == 3 + 1
 
 
+def test_the_last_turns_cache_is_dropped_before_decoding(make_policy: Callable[..., LanguagePolicy]) -> None:
+    # Held through the decoding, the last turn's cache would be a third copy at the peak (rows', grown, compacted).
+    policy = make_policy()
+    actor = Recording(IncrementalActor(policy, greedy=True))
+    held: list[bool] = []
+    decode = policy.decode_batch
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        held.append(actor.sessions[-1]._cache is not None)
+        return decode(*args, **kwargs)
+
+    policy.decode_batch = watched  # type: ignore[method-assign]
+    full = collect_trajectories(ScriptedEnv([3, 1, 4]), _full(make_policy()), num_episodes=3)
+    games = collect_trajectories(ScriptedEnv([3, 1, 4]), actor, num_episodes=3)
+    assert held == [False] * 4  # one decoding per turn, 4 turns; none with the previous cache alive
+    assert actor.sessions[0].stats.reused_tokens > 0  # the cache was reused all the same
+    assert [g.action_token_ids for g in full] == [g.action_token_ids for g in games]
+
+
 def test_sampled_rollouts_record_the_sampled_ids(make_policy: Callable[..., LanguagePolicy]) -> None:
     policy = make_policy()
     torch.manual_seed(0)
