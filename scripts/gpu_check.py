@@ -85,8 +85,9 @@ VERSIONS = ("torch", "transformers", "accelerate", "peft", "tokenizers", "hydra-
 # 223 s of a 319 s paper-scale iteration in the RoBERTa critic's 1,600 micro-batch passes (docs/speed.md).
 COMMON = ("pretrain=null", "eval.every_iters=0", "logging.progress_bars=false", "seed=0", "tf32=true")
 PAPER = (*COMMON, "algorithm.warmup_iters=0")
-# The target critic's passes take a whole step's 256 rows at once (no gradient): with it the critic update came
-# within 1.22x of its floor on an H200 (1.64x at micro-batches of 8, docs/speed.md). Both keys are speed-only.
+# The target critic's passes take a whole step's 256 rows at once (no gradient): so set, and with the losses read
+# once per step, the critic update came within 1.22x of its floor on an H200 (1.64x before, its passes at
+# micro-batches of 8 and the losses read after each; docs/speed.md). Both keys are speed-only.
 PAPER_GPU = ("algorithm.generation_batch_size=256", "algorithm.critic.target_micro_batch_size=256")
 LLM = (
     *COMMON,
