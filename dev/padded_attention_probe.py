@@ -13,8 +13,7 @@ scaled-dot-product attention kernel, reading
 - the same for the hidden states at padding and at real positions,
 
 and then one short greedy ``generate`` per kernel on the same rows, counting the rows whose logits are not finite
-at each new token. ``--tiny`` runs the same code with the
-2-layer, width-32 model on the CPU (the tests run it).
+at each new token. ``--tiny`` runs the same code with the 2-layer, width-32 model on the CPU (the tests run it).
 
 Usage (repository root)::
 
