@@ -50,12 +50,12 @@ be run in pieces (``--methods``) across sessions, and across machines that build
 
 CPU time, measured (1 torch thread per run; each method's mean CPU s per 1,280-game run over its 3 seeds, from the
 pages' ``CPU s / run``): on ``twenty_questions_weak`` archer_recipe 1,458, archer_paper about 1,500, ppo 724, grpo and
-gigpo about 325, filtered_bc 289; on ``sokoban`` 994-1,218 per method but ppo 2,419; on ``frozenlake`` 908-1,668 (ppo
-1,613 ± 980). Those runs ran two at a time; alone on one core a grid game's ppo run took 1,504 CPU s (sokoban) and
-1,281 (frozenlake) (``docs/speed.md``, "PPO on the grid games, alone"). A headroom task's 18 runs take 4-7 CPU-hours
-(``docs/benchmark/summary.md`` prints each task's total; ``twenty_questions_strong``, with its 10x on-policy runs and
-offline methods, 11). Building the start policy once adds minutes (grid games) to about half an hour (Twenty
-Questions).
+gigpo about 325, filtered_bc 289; on ``sokoban`` 994-1,218 per method but ppo 2,419; on ``frozenlake`` 570-1,356 (ppo
+the most; gigpo, continued to 3,840 games, about 540 per 1,280). Those runs ran two at a time; alone on one core a
+grid game's ppo run took 1,504 CPU s (sokoban) and 1,281 (frozenlake) (``docs/speed.md``, "PPO on the grid games,
+alone"). A headroom task's 18 runs take 4-7 CPU-hours (``docs/benchmark/summary.md`` prints each task's total;
+``twenty_questions_strong``, with its 10x on-policy runs and offline methods, 11). Building the start policy once
+adds minutes (grid games) to about half an hour (Twenty Questions).
 
 Usage (from ``scripts/``, like ``run.py``)::
 
@@ -583,10 +583,13 @@ def read_run(spec: RunSpec) -> RunResult:
     attempts = sidecar["attempts"]
     result.wall_s = sum(a["wall_s"] for a in attempts) if attempts else None
     result.cpu_s = sum(a["cpu_s"] for a in attempts) if attempts else None
-    # A killed attempt records no CPU time, but the iterations it kept record theirs in the metrics.
+    # A killed attempt records no time, but the iterations it kept record theirs in the metrics (their phases'
+    # wall seconds and their process CPU seconds), so a resumed run is not shown as cheap as its last attempt.
     recorded_cpu = sum(r.get(PROCESS_CPU_KEY) or 0.0 for r in records)
     if recorded_cpu > (result.cpu_s or 0.0):
         result.cpu_s = recorded_cpu
+    if result.train_s > (result.wall_s or 0.0):
+        result.wall_s = result.train_s
     result.commit = attempts[-1].get("commit") if attempts else None
     result.versions = attempts[-1].get("versions") if attempts else None
     if spec.kind == "offline":

@@ -493,9 +493,9 @@ def test_runs_from_two_start_policies_are_told_apart_by_their_iteration_0(tmp_pa
     assert [r["curve"][-1]["iteration"] for r in bench.load_archive(path)] == [20]
 
 
-def test_a_runs_cpu_time_is_its_own_records_when_the_benchmarks_attempts_missed_some(tmp_path: Path) -> None:
-    """An attempt killed with the benchmark records no CPU time; the run's records still hold the iterations it kept,
-    so the larger of the two sums is the run's cost, and the CPU key is not added to the wall phases."""
+def test_a_runs_times_are_its_own_records_when_the_benchmarks_attempts_missed_some(tmp_path: Path) -> None:
+    """An attempt killed with the benchmark records no time; the run's records still hold the iterations it kept, so
+    the larger of the two sums is the run's cost (CPU and wall), and the CPU key is not added to the wall phases."""
     bench = load_script("benchmark_methods.py")
     argv = ["twenty_questions_strong", "--methods=archer_20q_base", "--seeds=1", f"--out={tmp_path / 'out'}"]
     spec = bench.plan(bench.parse_args([*argv, f"--docs={tmp_path / 'docs'}"])).specs[0]
@@ -508,15 +508,17 @@ def test_a_runs_cpu_time_is_its_own_records_when_the_benchmarks_attempts_missed_
     (spec.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
     def attempts(*cpu: float) -> None:
-        runs = [{"returncode": 0, "wall_s": 1.0, "cpu_s": seconds} for seconds in cpu]
+        runs = [{"returncode": 0, "wall_s": seconds / 10, "cpu_s": seconds} for seconds in cpu]
         sidecar = {"attempts": runs, "command": spec.command(), "config_fingerprint": bench.run_fingerprint(spec)}
         (spec.run_dir / "benchmark_run.json").write_text(json.dumps(sidecar))
 
     attempts(100.0)  # the last attempt only: the first was killed
     read = bench.read_run(spec)
     assert read.finished and read.cpu_s == 30.0 * (iterations + 1) and read.train_s == 2.0 * (iterations + 1)
+    assert read.wall_s == 2.0 * (iterations + 1)  # the iterations' phases, not the last attempt's 10 s
     attempts(100.0, 10_000.0)  # every attempt recorded (startup and checkpoints are outside the records)
-    assert bench.read_run(spec).cpu_s == 10_100.0
+    read = bench.read_run(spec)
+    assert read.cpu_s == 10_100.0 and read.wall_s == 1_010.0
 
 
 def test_a_folder_holding_a_run_of_another_config_is_not_read_and_is_moved_aside(
