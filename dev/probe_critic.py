@@ -124,7 +124,7 @@ from archer.envs.twenty_questions.probe import (
     probe_states_from_games,
     splitting_questions,
 )
-from archer.envs.twenty_questions.questioners import guess_phrasings
+from archer.envs.twenty_questions.questioners import guess_phrasings, make_questioner
 from archer.models.critic import DoubleCritic, soft_update
 from archer.trainer import Trainer, build_trainer
 
@@ -164,6 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="also play each probe move this many times per word still possible, the run's sampling policy finishing "
         "the game (0: off)",
+    )
+    parser.add_argument(
+        "--returns-skill",
+        type=float,
+        action="append",
+        metavar="SKILL",
+        help="with --policy-returns: scripted questioners of this skill (repeat the option for a mix, one drawn per "
+        "turn) finish the games instead of the run's policy: the values of the cloning data's players",
     )
     parser.add_argument(
         "--margin", type=float, default=0.5, help="with --policy-returns: pairs closer than this are not ranked"
@@ -232,6 +240,8 @@ def parse_args(
         parser.error(f"--states must be positive, got {args.states}")
     if args.policy_returns < 0:
         parser.error(f"--policy-returns must be >= 0, got {args.policy_returns}")
+    if args.returns_skill and not args.policy_returns:
+        parser.error("--returns-skill names who finishes --policy-returns' games: give --policy-returns N")
     if args.fit_optimal < 0 or args.fit_steps <= 0 or args.fit_every < 0 or args.fit_moves < 0:
         parser.error("--fit-optimal, --fit-every and --fit-moves must be >= 0, --fit-steps positive")
     if args.fit_optimal and (args.policy_returns or args.online):
@@ -312,7 +322,8 @@ def _probe_twenty_questions(trainer: Trainer, env: TwentyQuestionsEnv, args: arg
     if args.policy_returns:
         # Every splitting question is dozens of moves; the most even splits stand for them.
         states = [replace(state, splitting_questions=state.splitting_questions[:3]) for state in states]
-        figures.update(_policy_returns(trainer, env, states, args.policy_returns, args.online, args.margin))
+        act = scripted_act(env, args.returns_skill, args.seed) if args.returns_skill else None
+        figures.update(_policy_returns(trainer, env, states, args.policy_returns, args.online, args.margin, act))
     return figures
 
 
@@ -657,15 +668,34 @@ def _probe(trainer: Trainer, states: list[ProbeState], online: bool, show: int) 
     return probe_critic(critic, states)
 
 
+def scripted_act(env: TwentyQuestionsEnv, skills: Sequence[float], seed: int) -> Callable[[list[str]], list[str]]:
+    """An act function of scripted questioners (``make_questioner``) of ``skills``, one drawn at random per turn,
+    reading each observation's history as the questioners read their own games."""
+    players = [make_questioner(skill, env.words) for skill in skills]
+    rng = random.Random(seed)
+
+    def act(observations: list[str]) -> list[str]:
+        return [rng.choice(players).ask(history_turns(observation), rng) for observation in observations]
+
+    return act
+
+
 def _policy_returns(
-    trainer: Trainer, env: TwentyQuestionsEnv, states: list[ProbeState], games: int, online: bool, margin: float
+    trainer: Trainer,
+    env: TwentyQuestionsEnv,
+    states: list[ProbeState],
+    games: int,
+    online: bool,
+    margin: float,
+    act: Callable[[list[str]], list[str]] | None = None,
 ) -> dict[str, float]:
-    """The probe figures on the sampling policy's Monte Carlo move values, and the critic's agreement with them."""
-    log.info("playing every probe move %d times with the run's sampling policy", games)
+    """The probe figures on Monte Carlo move values of the sampling policy (or of ``act``, when given), and the
+    critic's agreement with them."""
+    log.info("playing every probe move %d times with %s", games, "scripted players" if act else "the sampling policy")
     algorithm = trainer.algorithm
     returns = policy_move_returns(
         env,
-        lambda observations: algorithm.act(observations, greedy=False),
+        act or (lambda observations: algorithm.act(observations, greedy=False)),
         states,
         games,
         trainer.cfg.algorithm.critic.gamma,

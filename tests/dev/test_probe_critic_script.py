@@ -8,10 +8,14 @@ import importlib.util
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from archer.envs.twenty_questions.oracle import names_word, parse_question
+from archer.envs.twenty_questions.questioners import guess_phrasings
+from archer.envs.twenty_questions.words import SUBSET_WORDS
 from tests.conftest import TINY_RUN_OVERRIDES, load_dev_script
 from tests.integration.test_training import ARCHER_TINY, tiny_archer
 
@@ -271,3 +275,19 @@ def test_probe_script_refuses_a_game_without_exact_values_or_a_critic_and_twenty
     for config, option in (("archer_city", []), ("bc_sokoban", []), ("archer_sokoban", ["--policy-returns", "1"])):
         with pytest.raises(SystemExit):
             probe.main(["--config-name", config, *TINY_RUN_OVERRIDES, *option])
+
+
+def test_scripted_act_finishes_games_as_the_cloning_datas_players_would() -> None:
+    probe = load_dev_script("probe_critic")
+    words = SUBSET_WORDS
+    # Every word but the first refuted by a guess: a near-optimal player (skill 1) names the one left.
+    refuted = "".join(f"{guess_phrasings(word)[0]} No.\n" for word in words[1:])
+    act = probe.scripted_act(SimpleNamespace(words=words), [1.0], seed=0)
+    (move,) = act([f"Questions:\n{refuted}"])
+    assert names_word(move, words[0])
+    # At the opening a mix of players asks something the oracle reads, one move per observation.
+    mixed = probe.scripted_act(SimpleNamespace(words=words), [0.1, 0.25], seed=0)
+    moves = mixed(["Questions:\n"] * 5)
+    assert len(moves) == 5 and all(parse_question(move).kind in ("property", "guess") for move in moves)
+    with pytest.raises(SystemExit):  # the players finish --policy-returns' games: nothing to finish without it
+        probe.main(["--config-name", "archer_20q", *TINY_RUN_OVERRIDES, "--returns-skill", "0.25"])
