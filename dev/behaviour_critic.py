@@ -75,12 +75,14 @@ def build_behaviour_critic_trainer(
     cfg: RunConfig, q_baseline: int = 0, targets: str = "td", v_target: str = "data"
 ) -> Trainer:
     """``run.py``'s trainer of ``cfg``, its critic trained on the offline dataset's own moves (``behaviour_batches``),
-    by ArCHer's one-step targets (``td``) or the dataset's discounted returns (``mc``); with ``q_baseline`` K > 0, its
-    actor's baseline the mean critic Q of K policy samples.
+    by ArCHer's one-step targets (``td``) or the dataset's discounted returns (``mc``), or (``v_target="scripted"``)
+    on the replay buffer with V's targets at a scripted player's moves (``scripted_batches``); with ``q_baseline``
+    K > 0, its actor's baseline the mean critic Q of K policy samples.
 
     Raises:
         ValueError: an algorithm other than online ArCHer, no offline dataset (``bc_coeff`` 0), a negative
-            ``q_baseline`` or unknown ``targets`` (before anything is built).
+            ``q_baseline``, unknown ``targets`` or ``v_target``, scripted with ``mc`` targets (before anything is
+            built), or scripted on a game other than Twenty Questions.
     """
     if targets not in ("td", "mc"):
         raise ValueError(f"targets must be td or mc, got {targets!r}")
@@ -96,18 +98,17 @@ def build_behaviour_critic_trainer(
     algorithm = trainer.algorithm
     settings = cfg.algorithm
 
-    def critic_batches(buffer: ReplayBuffer, rng: np.random.Generator) -> tuple[list[TransitionBatch], list[str]]:
-        steps, size = settings.critic_steps_per_iter, settings.critic_batch_size
-        return behaviour_batches(algorithm.demonstrations, steps, size, rng)
-
+    steps, size = settings.critic_steps_per_iter, settings.critic_batch_size
+    act = None
     if v_target == "scripted":
         if not isinstance(trainer.env, TwentyQuestionsEnv):
             raise ValueError(f"v_target scripted has Twenty Questions' scripted players; the run plays {cfg.env.name}")
-        skills = cfg.env.data_skills or [skill for skill, _ in DEFAULT_SKILL_MIX]
-        act = scripted_act(trainer.env, skills, cfg.seed)
+        act = scripted_act(trainer.env, cfg.env.data_skills or [skill for skill, _ in DEFAULT_SKILL_MIX], cfg.seed)
 
-        def critic_batches(buffer: ReplayBuffer, rng: np.random.Generator) -> tuple[list[TransitionBatch], list[str]]:
-            return scripted_batches(buffer, act, settings.critic_steps_per_iter, settings.critic_batch_size, rng)
+    def critic_batches(buffer: ReplayBuffer, rng: np.random.Generator) -> tuple[list[TransitionBatch], list[str]]:
+        if act is None:
+            return behaviour_batches(algorithm.demonstrations, steps, size, rng)
+        return scripted_batches(buffer, act, steps, size, rng)
 
     # The instance's own methods are replaced: the run is otherwise exactly run.py's.
     algorithm._critic_batches = critic_batches
