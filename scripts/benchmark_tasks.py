@@ -205,8 +205,8 @@ TASKS: dict[str, Task] = {
         Task(
             name="sokoban",
             description=(
-                "Sokoban, RAGEN's setting (6x6, one box, 10 turns), from archer_sokoban's start (cloned on noisy "
-                "solver games); 256 fixed rooms, greedy success rate"
+                "Sokoban, RAGEN's setting (6x6, one box, 10 turns), from archer_sokoban's start (cloned to its "
+                "plateau on 500 noisy solver games); 256 fixed rooms, greedy success rate"
             ),
             reference="archer_sokoban",
             env="env=sokoban",

@@ -468,7 +468,7 @@ def test_the_sokoban_configs_share_bc_sokobans_start_on_the_grid_state_prompt() 
         bc.algorithm.pack_episodes,
         bc.algorithm.num_iterations * bc.algorithm.steps_per_iter,
     )
-    assert cloning == (3e-4, False, 3600) and bc.model.policy.template == "grid_state"
+    assert cloning == (3e-4, False, 12840) and bc.model.policy.template == "grid_state"
     for name in ("archer_sokoban", "grpo_sokoban", "gigpo_sokoban"):
         cfg = compose_run(name)
         assert cfg.pretrain is not None and cfg.model.policy.template == "grid_state", name
@@ -478,3 +478,4 @@ def test_the_sokoban_configs_share_bc_sokobans_start_on_the_grid_state_prompt() 
             pretrain.pack_episodes,
             pretrain.num_iterations * pretrain.steps_per_iter,
         ) == cloning
+        assert cfg.data.generate_episodes == bc.data.generate_episodes == 500, name
