@@ -50,12 +50,13 @@ be run in pieces (``--methods``) across sessions, and across machines that build
 
 CPU time, measured (1 torch thread per run; each method's mean CPU s per 1,280-game run over its 3 seeds, from the
 pages' ``CPU s / run``): on ``twenty_questions_weak`` archer_recipe 1,458, archer_paper about 1,500, ppo 724, grpo and
-gigpo about 325, filtered_bc 289; on ``sokoban`` 994-1,218 per method but ppo 2,419; on ``frozenlake`` 570-1,356 (ppo
+gigpo about 325, filtered_bc 289; on ``sokoban`` 491-635 per method but ppo 1,282; on ``frozenlake`` 570-1,356 (ppo
 the most; gigpo, continued to 3,840 games, about 540 per 1,280). Those runs ran two at a time; alone on one core a
-grid game's ppo run took 1,504 CPU s (sokoban) and 1,281 (frozenlake) (``docs/speed.md``, "PPO on the grid games,
-alone"). A headroom task's 18 runs take 4-7 CPU-hours (``docs/benchmark/summary.md`` prints each task's total;
-``twenty_questions_strong``, with its 10x on-policy runs and offline methods, 11). Building the start policy once
-adds minutes (grid games) to about half an hour (Twenty Questions).
+grid game's ppo run took 1,504 CPU s (sokoban, from an earlier, weaker start) and 1,281 (frozenlake)
+(``docs/speed.md``, "PPO on the grid games, alone"). A headroom task's 18 runs take 3-6 CPU-hours
+(``docs/benchmark/summary.md`` prints each task's total; ``twenty_questions_strong``, with its 10x on-policy runs and
+offline methods, 11). Building the start policy once adds minutes (FrozenLake), about half an hour (Twenty
+Questions) or about two and a half hours (Sokoban's 12,840 cloning steps) at one thread.
 
 Usage (from ``scripts/``, like ``run.py``)::
 

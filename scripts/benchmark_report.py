@@ -619,6 +619,18 @@ def header(
     return lines
 
 
+def start_build_text(seconds: float | None) -> str:
+    """The end of the note on the shared start: how long this invocation took to build it, or that it was cached.
+
+    Loading (and evaluating) a cached start takes seconds; building one takes minutes to hours of cloning, so a
+    minute separates the two cases."""
+    if seconds is None:
+        return "."
+    if seconds < 60:
+        return " (found in the cache)."
+    return f" (built in {seconds:.0f} s)."
+
+
 def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any], task: Task) -> list[str]:
     """Facts the table depends on: budgets, shared settings, and checks of the shared start (one function, as long
     as the list of notes: each paragraph is one note, in the order the page prints them)."""
@@ -629,7 +641,7 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
         lines.append(
             f"Online: {args.trajectories} environment games per run, greedy evaluation after every {args.eval_every}; "
             f"every online run starts from the `pretrain` policy of `{task.reference}`, built once before the runs"
-            + (f" ({info['start_policy_s']:.0f} s; ~0 when cached)." if "start_policy_s" in info else ".")
+            + start_build_text(info.get("start_policy_s"))
         )
         # CHAI with rerank_at_eval reranks candidates with its (untrained, at iteration 0) critic, so its iteration-0
         # return is not the starting policy's greedy return; every other run's must be equal.

@@ -656,3 +656,10 @@ def test_summary_plans_each_task_with_the_on_policy_factor_its_pages_were_built_
     summary = (docs / bench.SUMMARY).read_text(encoding="utf-8")
     # frozenlake's archive says 1; the tasks without an archive get the command line's factor.
     assert "frozenlake 1x" in summary and "sokoban 4x" in summary and "twenty_questions_weak 4x" in summary
+
+
+def test_the_start_note_says_whether_the_start_was_built_or_found_in_the_cache() -> None:
+    assert pages.start_build_text(None) == "."
+    assert pages.start_build_text(0.4) == " (found in the cache)."
+    assert pages.start_build_text(59.9) == " (found in the cache)."
+    assert pages.start_build_text(1830.2) == " (built in 1830 s)."
