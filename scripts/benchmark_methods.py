@@ -77,6 +77,7 @@ import json
 import math
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -935,7 +936,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan_ = plan(args)
     task = plan_.task
     if args.dry_run:
-        print("\n".join(" ".join(["python", *spec.command()]) for spec in plan_.specs if spec.run))
+        # Shell-quoted, so a printed line pasted into a shell passes run.py the same arguments (the recipe's
+        # reply separator '? ' ends in a space that Hydra keeps only inside its own quotes).
+        print("\n".join(shlex.join(["python", *spec.command()]) for spec in plan_.specs if spec.run))
         long = sorted({s.method for s in plan_.specs if s.definition.long and s.budget < s.ceiling})
         if long:
             print(f"# then {', '.join(long)}: continued by --trajectories games up to the ceiling (stopping rule)")

@@ -663,3 +663,16 @@ def test_the_start_note_says_whether_the_start_was_built_or_found_in_the_cache()
     assert pages.start_build_text(0.4) == " (found in the cache)."
     assert pages.start_build_text(59.9) == " (found in the cache)."
     assert pages.start_build_text(1830.2) == " (built in 1830 s)."
+
+
+def test_dry_run_lines_pasted_into_a_shell_give_run_py_the_benchmarks_own_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = load_script("benchmark_methods.py")
+    argv = ["sokoban", "--methods=archer_recipe", "--seeds=1", f"--out={tmp_path}", f"--docs={tmp_path / 'docs'}"]
+    assert bench.main([*argv, "--dry-run"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    (spec,) = bench.plan(bench.parse_args(argv)).specs
+    assert shlex.split(line) == ["python", *spec.command()]
+    # The recipe's reply separator keeps its space only inside Hydra's quotes, which the shell must pass on.
+    assert "model.critic.turns.reply_separator='? '" in shlex.split(line)
