@@ -704,7 +704,7 @@ def notes(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str
                 )
             break
     if args.override:
-        lines.append(f"Extra overrides: `{' '.join(args.override)}`.")
+        lines.append(f"Extra overrides: `{shlex.join(args.override)}`.")
     archived = [r for r in results if r.archived]
     if archived:
         commits = sorted({(r.commit or "not recorded")[:12] for r in archived})
@@ -767,7 +767,9 @@ def method_lines(results: Sequence[RunResult]) -> list[str]:
         spec = runs[0].spec
         switches = ""
         if spec.definition.paper:
-            departs = " ".join(spec.definition.overrides)
+            # Shell-quoted, as every override list of the page, so a line pasted into a shell gives run.py the
+            # same arguments (the recipe's reply separator '? ' keeps its space only inside Hydra's quotes).
+            departs = shlex.join(spec.definition.overrides)
             switches = (
                 f"; switches beyond the paper: `{departs}`, critic-only warm-up {spec.config.algorithm.warmup_iters} "
                 f"of {spec.budget // spec.per_iter} iterations"
@@ -776,7 +778,7 @@ def method_lines(results: Sequence[RunResult]) -> list[str]:
             )
         lines.append(
             f"- `{method}` ({len(runs)} seeds): config `{spec.config_name}`{switches}; overrides: "
-            f"`{' '.join(spec.overrides)}`"
+            f"`{shlex.join(spec.overrides)}`"
         )
     return lines
 

@@ -7,6 +7,7 @@ summary on made-up curves. Nothing here trains."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -251,7 +252,14 @@ def test_task_page_and_summary_from_made_up_runs(
     assert "reaches `archer_recipe`'s final mean (0.750; the start 0.250)" in text
     assert "- `archer_paper`: not reached within 1280 games (> 1.2x)." in text
     assert "- `archer_recipe`: 1024 (1.0x)." in text and "- `ppo`: 2048 (2.0x)." in text
-    assert "switches beyond the paper: none" in text and f"switches beyond the paper: `{' '.join(RECIPE)}`" in text
+    assert "switches beyond the paper: none" in text and f"switches beyond the paper: `{shlex.join(RECIPE)}`" in text
+    # Each method's overrides, pasted into a shell after `python run.py --config-name <config>`, are its arguments:
+    # the recipe's `reply_separator='? '` keeps its quotes (and so its space) through the shell.
+    recipe_line = next(line for line in text.splitlines() if line.startswith("- `archer_recipe` (2 seeds): config"))
+    pasted = recipe_line.split("; overrides: `", 1)[1].removesuffix("`")
+    recipe_spec = next(s for s in specs if s.method == "archer_recipe")
+    assert shlex.split(pasted) == list(recipe_spec.overrides)
+    assert "model.critic.turns.reply_separator='? '" in shlex.split(pasted)
     # Six runs of 1,800 CPU seconds each: ArCHer's at the budget of 1,280 games, PPO's at half of it (2,560 games).
     assert "- Total: 3.00 CPU-hours" in text
     assert "- Every finished online run within the budget of 1,800 CPU s per 1,280 games" in text
