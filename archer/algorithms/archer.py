@@ -20,10 +20,11 @@ Deliberate deviations from the reference, none of which changes the mathematics:
 - episodes cut by the turn limit are terminal unless ``critic.bootstrap_on_truncation`` is set (the reference always
   treated them as terminal).
 
-Switches that do change it, all off by default: ``actor_states="policy"`` (the actor samples only states the policy
-reached without an exploring rollout's replaced move), ``kl_coeff`` (a KL penalty to a frozen copy of the starting
-policy) and ``bc_coeff`` (a behaviour-cloning term on the run's offline dataset, which
-the algorithm asks the trainer for as ``demonstrations``). With ``log_advantage_check`` (off by default: it costs a
+Switches that do change it, all off by default: ``advantage_norm`` (the actor batch's advantages divided by their
+spread, so the two anchors below weigh alike on every reward scale), ``actor_states="policy"`` (the actor samples
+only states the policy reached without an exploring rollout's replaced move), ``kl_coeff`` (a KL penalty to a frozen
+copy of the starting policy) and ``bc_coeff`` (a behaviour-cloning term on the run's offline dataset, which the
+algorithm asks the trainer for as ``demonstrations``). With ``log_advantage_check`` (off by default: it costs a
 critic pass per new move) every iteration also logs ``advantage_check`` on the new games: how well the critic's
 advantages track the returns that were observed.
 """
@@ -43,6 +44,7 @@ from archer.algorithms.losses import (
     archer_critic_loss,
     bc_loss,
     kl_penalised_reinforce_loss,
+    normalise_advantages,
     pearson_correlation,
     reinforce_loss,
 )
@@ -143,6 +145,8 @@ class ArcherAlgorithm(ActorCriticAlgorithm):
         cfg = self.cfg
         generation = generate_at_states(self.policy, observations, greedy=False, batch_size=cfg.generation_batch_size)
         advantages = self.actor_advantages(observations, generation.texts)
+        # In the batch's own units where asked, before the KL penalty and the cloning term weigh against them.
+        weighted, advantage_scale = normalise_advantages(advantages, cfg.advantage_norm)
         size = len(observations)
         losses, log_ratios = [], []
         micro_batches = length_grouped_micro_batches(
@@ -151,7 +155,7 @@ class ArcherAlgorithm(ActorCriticAlgorithm):
         for micro in micro_batches:
             states = [observations[i] for i in micro]
             token_ids = [generation.token_ids[i] for i in micro]
-            micro_advantages = advantages[micro]
+            micro_advantages = weighted[micro]
             logprobs = self.policy.sequence_logprobs(states, token_ids, as_sampled=True)
             if self.reference is None:
                 loss = reinforce_loss(micro_advantages, logprobs)
@@ -175,6 +179,8 @@ class ArcherAlgorithm(ActorCriticAlgorithm):
             "actor/action_tokens_mean": lengths.mean().item(),
             **summary_stats("actor/advantage", advantages),
         }
+        if cfg.advantage_norm != "none":
+            metrics["actor/advantage_scale"] = advantage_scale
         if log_ratios:
             # log pi(a~) - log pi_start(a~) per utterance: its mean estimates KL(pi || pi_start) per utterance.
             metrics["actor/kl_start"] = torch.cat(log_ratios).mean().item()

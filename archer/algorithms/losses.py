@@ -18,6 +18,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from archer.config.algorithm import ARCHER_ADVANTAGE_NORMS
+
 
 def _check_same_shape(**tensors: torch.Tensor) -> None:
     shapes = {name: tuple(t.shape) for name, t in tensors.items()}
@@ -188,6 +190,42 @@ def pearson_correlation(x: torch.Tensor, y: torch.Tensor) -> float:
     x, y = x.double() - x.double().mean(), y.double() - y.double().mean()
     denominator = (x.square().sum() * y.square().sum()).sqrt()
     return float((x * y).sum() / denominator) if denominator > 0 else float("nan")
+
+
+def normalise_advantages(advantages: torch.Tensor, norm: str, min_scale: float = 1e-8) -> tuple[torch.Tensor, float]:
+    """An actor batch's advantages in units of their own spread, so that weights added to them (a KL penalty, a
+    cloning term) mean the same on a task whose rewards are 0.02 apart as on one whose are 1 apart.
+
+    ``none``: unchanged. ``std_norm``: ``A / std(A)``, the sign of every advantage kept. ``mean_std_norm``:
+    ``(A - mean(A)) / std(A)``, as PPO implementations whiten their advantages. ``std`` is the population standard
+    deviation over the batch (defined for a batch of one). Where it is below ``min_scale`` the batch carries no
+    scale to divide by: ``std_norm`` leaves it unchanged, ``mean_std_norm`` returns zeros (every advantage equals
+    the mean).
+
+    Args:
+        advantages: (B,) utterance advantages (detached: they are constants of the loss).
+        norm: one of ``ARCHER_ADVANTAGE_NORMS``.
+        min_scale: the smallest standard deviation divided by.
+
+    Returns:
+        ``(normalised, scale)``: the (B,) advantages and the standard deviation they were divided by (1.0 where
+        none was).
+
+    Raises:
+        ValueError: an unknown ``norm`` or an advantages tensor that is not one-dimensional.
+    """
+    if norm not in ARCHER_ADVANTAGE_NORMS:
+        raise ValueError(f"norm must be one of {ARCHER_ADVANTAGE_NORMS}, got {norm!r}")
+    if advantages.dim() != 1:
+        raise ValueError(f"advantages must be (B,), got {tuple(advantages.shape)}")
+    advantages = advantages.detach()
+    if norm == "none":
+        return advantages, 1.0
+    scale = float(advantages.double().std(unbiased=False)) if advantages.numel() else 0.0
+    centred = advantages - advantages.mean() if norm == "mean_std_norm" else advantages
+    if scale < min_scale:
+        return (torch.zeros_like(advantages) if norm == "mean_std_norm" else advantages), 1.0
+    return centred / scale, scale
 
 
 def reinforce_loss(advantages: torch.Tensor, sequence_logprobs: torch.Tensor) -> torch.Tensor:

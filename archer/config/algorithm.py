@@ -27,6 +27,9 @@ EPISODE_STATS = ("games", "turns")
 ANCHORS = ("observation", "state")
 EXPLORE_SOURCES = ("repeat", "other", "past")
 ACTOR_STATES = ("all", "policy")
+# What an ArCHer actor step may do to its advantages (losses.normalise_advantages): GRPO's names where they mean
+# the same (mean_std_norm), std_norm for the scale alone.
+ARCHER_ADVANTAGE_NORMS = ("none", "std_norm", "mean_std_norm")
 
 
 @dataclass
@@ -375,6 +378,14 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
             policy only at the states its actor samples; this term holds it wherever the dataset's games go,
             states the policy itself rarely reaches included. 0 (the paper) loads no dataset. Online ArCHer's own
             actor only (CHAI's too). A variant (docs/differences.md).
+        advantage_norm: what each actor step does to its batch's advantages before ``kl_coeff`` weighs against
+            them (``losses.normalise_advantages``). ``none`` (the paper): the critic's advantages as they are, in
+            units of the reward, so a fixed ``kl_coeff`` and ``bc_coeff`` hold the policy harder on a game whose
+            move values lie 0.02 apart (FrozenLake) than on one whose lie 1 apart (Twenty Questions).
+            ``std_norm``: divided by their standard deviation over the batch, so the anchors weigh the same on
+            every task. ``mean_std_norm``: also centred on the batch mean, as PPO implementations whiten theirs and
+            GRPO's ``mean_std_norm`` its group's (in expectation the same gradient; it also drops the batch-wide
+            offset a lagging V gives). Online ArCHer's own actor only. A variant (docs/methods.md).
     """
 
     name: str = "archer"
@@ -393,6 +404,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
     kl_coeff: float = 0.0
     actor_states: str = "all"
     bc_coeff: float = 0.0
+    advantage_norm: str = "none"
 
     @property
     def trains_policy(self) -> bool:
@@ -408,6 +420,7 @@ class ArcherConfig(GenerationMixin, WarmupMixin, AlgorithmConfig):
         check(self.kl_coeff >= 0, "algorithm.kl_coeff", "must be >= 0 (0 = no KL penalty)")
         check(self.bc_coeff >= 0, "algorithm.bc_coeff", "must be >= 0 (0 = no behaviour-cloning term)")
         check_choice(self.actor_states, "algorithm.actor_states", ACTOR_STATES)
+        check_choice(self.advantage_norm, "algorithm.advantage_norm", ARCHER_ADVANTAGE_NORMS)
 
 
 @dataclass
@@ -610,6 +623,11 @@ class ArcherBaselineConfig(ValueModelMixin, ArcherConfig):
         super().validate()
         check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
         check(self.bc_coeff == 0, "algorithm.bc_coeff", f"is online ArCHer's actor term; {self.name} has none")
+        check(
+            self.advantage_norm == "none",
+            "algorithm.advantage_norm",
+            f"is online ArCHer's actor setting; {self.name}'s actor does not read it (set it to none)",
+        )
 
 
 @dataclass
@@ -633,6 +651,11 @@ class ArcherPPOConfig(PPOUpdateMixin, ArcherConfig):
         super().validate()
         check(self.kl_coeff == 0, "algorithm.kl_coeff", f"is online ArCHer's actor term; {self.name} has none")
         check(self.bc_coeff == 0, "algorithm.bc_coeff", f"is online ArCHer's actor term; {self.name} has none")
+        check(
+            self.advantage_norm == "none",
+            "algorithm.advantage_norm",
+            f"is online ArCHer's actor setting; {self.name}'s actor does not read it (set it to none)",
+        )
 
 
 @dataclass

@@ -75,6 +75,9 @@ def test_shared_settings_are_declared_only_in_their_group() -> None:
         "rollout": ["ArcherConfig", "FilteredBCConfig", "GRPOConfig", "PPOConfig"],
         "critic": ["ArcherConfig", "OfflineCriticConfig"],
         "kl_coeff": ["ArcherConfig", "GRPOConfig", "IQLReinforceConfig", "PPOConfig"],
+        # Each normalises its own advantages (ArCHer's actor batch, GRPO's group), with the same names for the
+        # same arithmetic (mean_std_norm) and each algorithm's own choices.
+        "advantage_norm": ["ArcherConfig", "GRPOConfig"],
     }
 
 

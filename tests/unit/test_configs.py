@@ -26,6 +26,8 @@ GROUPS = {
 
 # Keys some configs leave for the user to set (``???`` in YAML).
 REQUIRED = {"eval_20q": ["model.policy.name_or_path=outputs/archer_20q/policy"]}
+# Keys some group options leave for the user to set (composing does not import env.target).
+OPTION_REQUIRED = {("env", "external"): ["env.target=guess_the_number:GuessTheNumber"]}
 
 
 @pytest.mark.parametrize("name", TOP_LEVEL)
@@ -41,7 +43,7 @@ def test_a_required_key_left_unset_is_named() -> None:
 
 @pytest.mark.parametrize(("group", "option"), [(g, o) for g, options in GROUPS.items() for o in options])
 def test_every_group_option_composes_into_bc_20q(group: str, option: str) -> None:
-    compose_run("bc_20q", [f"{group}={option}"])
+    compose_run("bc_20q", [f"{group}={option}", *OPTION_REQUIRED.get((group, option), [])])
 
 
 def test_shipped_yaml_has_no_absolute_paths_or_secrets() -> None:
@@ -137,6 +139,7 @@ def test_impossible_values_name_the_key_and_the_fix(override: str, key: str) -> 
         ("algorithm.bc_coeff=-0.1", "algorithm.bc_coeff"),
         ("algorithm.kl_coeff=0.1 model.policy.shard=fsdp", "algorithm.kl_coeff"),
         ("algorithm.v_target_pool=0", "algorithm.v_target_pool"),
+        ("algorithm.advantage_norm=mean", "algorithm.advantage_norm"),
     ],
 )
 def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
@@ -145,10 +148,10 @@ def test_impossible_archer_values_name_the_key(override: str, key: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["archer_baseline_20q", "archer_ppo_20q"])
-@pytest.mark.parametrize("key", ["kl_coeff", "bc_coeff"])
-def test_variants_with_their_own_actor_refuse_archers_actor_terms(name: str, key: str) -> None:
+@pytest.mark.parametrize(("key", "value"), [("kl_coeff", "0.1"), ("bc_coeff", "0.1"), ("advantage_norm", "std_norm")])
+def test_variants_with_their_own_actor_refuse_archers_actor_terms(name: str, key: str, value: str) -> None:
     with pytest.raises(ConfigError, match=rf"algorithm\.{key}"):
-        compose_run(name, [f"algorithm.{key}=0.1"])
+        compose_run(name, [f"algorithm.{key}={value}"])
 
 
 @pytest.mark.parametrize(

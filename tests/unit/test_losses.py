@@ -454,3 +454,40 @@ def test_pearson_correlation_hand_computed():
     assert losses.pearson_correlation(T([1.0, 2.0, 3.0]), T([3.0, 2.0, 1.0])) == pytest.approx(-1.0)
     assert math.isnan(losses.pearson_correlation(T([1.0, 1.0]), T([0.0, 5.0])))
     assert math.isnan(losses.pearson_correlation(T([1.0]), T([2.0])))
+
+
+def test_normalise_advantages_by_hand():
+    # A = (0.01, 0.03, -0.02, 0.02): mean 0.01; deviations (0, 0.02, -0.03, 0.01); population variance
+    # (0 + 4 + 9 + 1) e-4 / 4 = 3.5e-4, std 0.0187083.
+    advantages = torch.tensor([0.01, 0.03, -0.02, 0.02], dtype=torch.float64)
+    std = 3.5e-4**0.5
+    unchanged, scale = losses.normalise_advantages(advantages, "none")
+    _close(unchanged, advantages)
+    assert scale == 1.0
+    scaled, scale = losses.normalise_advantages(advantages, "std_norm")
+    _close(scaled, [0.01 / std, 0.03 / std, -0.02 / std, 0.02 / std])  # (0.5345, 1.6036, -1.0690, 1.0690)
+    assert scale == pytest.approx(std)
+    assert torch.equal(torch.sign(scaled), torch.sign(advantages))  # std keeps every sign
+    whitened, scale = losses.normalise_advantages(advantages, "mean_std_norm")
+    _close(whitened, [0.0, 0.02 / std, -0.03 / std, 0.01 / std])
+    _close(whitened.mean(), 0.0)
+    _close(whitened.pow(2).mean(), 1.0)
+    # The same advantages in other units normalise to the same numbers: the anchors' weight is scale-free.
+    _close(losses.normalise_advantages(advantages * 50.0, "std_norm")[0], scaled)
+
+
+def test_normalise_advantages_without_a_scale():
+    constant = torch.tensor([0.5, 0.5, 0.5])
+    kept, scale = losses.normalise_advantages(constant, "std_norm")
+    _close(kept, constant)  # no spread to divide by: unchanged
+    assert scale == 1.0
+    _close(losses.normalise_advantages(constant, "mean_std_norm")[0], [0.0, 0.0, 0.0])
+    single, _ = losses.normalise_advantages(torch.tensor([2.0]), "std_norm")
+    _close(single, [2.0])
+    leaf = _leaf([1.0, 3.0])
+    out, _ = losses.normalise_advantages(leaf, "std_norm")
+    assert not out.requires_grad  # constants of the loss
+    with pytest.raises(ValueError, match="norm must be one of"):
+        losses.normalise_advantages(constant, "mean")
+    with pytest.raises(ValueError, match=r"\(B,\)"):
+        losses.normalise_advantages(torch.zeros(2, 2), "std_norm")
