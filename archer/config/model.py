@@ -62,7 +62,8 @@ class PolicyConfig:
         action_parser: turns the generated text into the action the environment receives (``none`` = unchanged;
             ``json_question`` = the question in an instruct model's ``{"Question": ...}`` answer). The policy
             gradient and the sampled ids are unaffected: they stay the generated tokens.
-        max_prompt_tokens: prompts are truncated on the left to this many tokens (reference: 512).
+        max_prompt_tokens: longest prompt in tokens (reference: 512); a longer one drops the oldest whole turns of its
+            history, keeping the template's header, instruction and answer format (the reference cut on the left).
         max_new_tokens: longest utterance in tokens (reference: 32; 64 for Mistral).
         stop_string: the turn terminator; generation stops at it, it is part of the scored action, and it is cut
             from the text the environment receives. Must encode to a single token. ``null`` stops at EOS only.

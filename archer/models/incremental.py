@@ -10,8 +10,10 @@ exact because Hugging Face decoder models count positions from the attention mas
 policy's architecture, in tests/unit/test_incremental_generation.py): a token gets the same position, hence the
 same keys and values, as in a fresh left-padded prompt. After the call the cache is compacted (finished games and
 masked columns dropped). A game is re-encoded in full when its target shares no prefix with the cache: a new game,
-a history truncated on the left to ``max_prompt_tokens`` (the truncation shifts every position), or a template that
-does not extend the previous prompt.
+or a template that does not extend the previous prompt. A history cut to ``max_prompt_tokens`` loses its oldest
+turns (``LanguagePolicy.encode_prompts``), which moves every later token: the cache is then reused only for the ids
+the cut prompt shares with the cached ones (the template's head and the history's title) and the rest is fed
+afresh, never extended.
 
 Two ways to build the target:
 
@@ -28,7 +30,8 @@ Two ways to build the target:
   crosses a boundary between an action and the environment's text. The trajectories still store observation
   strings, and the learner re-tokenises them, so the actions are scored under slightly different prompts than they
   were sampled from (a small off-policy gap that the importance ratio of PPO does not see). The prefix check failing,
-  or the ids outgrowing ``max_prompt_tokens``, falls back to a full re-encode of that game.
+  or the ids outgrowing ``max_prompt_tokens``, falls back to re-tokenising that game's observation (cut to its newest
+  turns), which is then re-tokenised every turn.
 
 Models whose cache cannot be reused this way (encoder-decoders, models without ``position_ids``, sliding-window
 attention, which counts the window in cache columns) are played by plain ``LanguagePolicy.generate`` every turn.

@@ -1,8 +1,8 @@
 """The language policy: samples one utterance per observation and scores utterances token by token.
 
-Generation and scoring build the same prompt ids (template, left truncation, left padding, positions counted
-from the attention mask), so the policy gradient scores each sampled token under the distribution it was
-sampled from. This fixes the reference's log-probabilities (its ``get_log_prob``): no padding between prompt and
+Generation and scoring build the same prompt ids (template, a long history cut to its newest turns, left padding,
+positions counted from the attention mask), so the policy gradient scores each sampled token under the distribution
+it was sampled from. This fixes the reference's log-probabilities (its ``get_log_prob``): no padding between prompt and
 action, no shifted positions, the sampled ids are scored rather than a re-tokenised string, the turn terminator
 is part of the scored action, and ``log_softmax`` replaces ``log(softmax)``.
 
@@ -16,6 +16,8 @@ token may lie outside the top-k, where the sampling distribution gives it probab
 from __future__ import annotations
 
 import inspect
+import logging
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -23,9 +25,15 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Cache, GenerationConfig, PreTrainedModel, PreTrainedTokenizerBase
 
-from archer.config import PolicyConfig
+from archer.config import ConfigError, PolicyConfig
 from archer.models.kv_cache import cache_argument, returned_cache
-from archer.models.templates import get_action_parser, get_template
+from archer.models.templates import get_action_parser, get_template, split_history
+
+log = logging.getLogger(__name__)
+
+# The tokenizers whose policy has cut a history: the note that says so is logged once per run (a run's policies,
+# frozen copies included, share one tokenizer).
+_NOTED_CUTS: weakref.WeakSet[PreTrainedTokenizerBase] = weakref.WeakSet()
 
 
 def sampling_log_softmax(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
@@ -154,6 +162,7 @@ class LanguagePolicy:
     Raises:
         ValueError: ``cfg.stop_string`` does not encode to exactly one token, or the template or action parser is
             unknown.
+        ConfigError: the template's fixed parts alone fill ``cfg.max_prompt_tokens`` (``check_prompt_room``).
     """
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: PolicyConfig) -> None:
@@ -167,6 +176,7 @@ class LanguagePolicy:
         tokenizer.truncation_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
+        self.check_prompt_room()
         self.stop_token_id = self._find_stop_token_id()
         self.terminator_ids = self._find_terminator_ids()
         base = self._generator()
@@ -185,6 +195,26 @@ class LanguagePolicy:
         if self._compiled is None or self._compiled[0] is not self.model:
             self._compiled = (self.model, torch.compile(self.model, dynamic=True))
         return self._compiled[1]
+
+    def check_prompt_room(self) -> None:
+        """Refuse a ``max_prompt_tokens`` that the template's fixed parts fill alone.
+
+        A long prompt is cut inside its history only (``encode_prompts``); what the template puts around the history
+        (a chat header, the game's instruction and answer format, the generation prompt: the template of an empty
+        observation) must fit with room to spare, or every prompt would lose more than its oldest turns. Checked when
+        the policy is built, before any model trains.
+
+        Raises:
+            ConfigError: the message names ``model.policy.max_prompt_tokens`` and the fixed parts' size.
+        """
+        fixed = len(self.tokenizer(self.template(""))["input_ids"])
+        if fixed >= self.cfg.max_prompt_tokens:
+            raise ConfigError(
+                f"model.policy.max_prompt_tokens: the {self.cfg.template!r} template's fixed parts (header, "
+                f"instruction, answer format, generation prompt) take {fixed} tokens with this tokenizer, which "
+                f"leaves no room for the history within {self.cfg.max_prompt_tokens}; set it to more than {fixed} "
+                "(the fixed parts plus the longest history a prompt should keep whole)"
+            )
 
     def _find_stop_token_id(self) -> int | None:
         stop = self.cfg.stop_string
@@ -223,12 +253,94 @@ class LanguagePolicy:
         return next(self.model.parameters()).device
 
     def encode_prompts(self, observations: list[str]) -> list[list[int]]:
-        """Prompt ids, unpadded: the template applied, then truncated on the left to ``max_prompt_tokens``."""
+        """Prompt ids, unpadded: the template applied to each observation, cut to ``max_prompt_tokens``.
+
+        A prompt within the limit is its tokenised template. A longer one drops the oldest whole turns of the
+        history (``cut_history``): the template's parts before and after the history (a chat header, the game's
+        instruction and answer format, the generation prompt) stay, as does the history's title, so it is exactly
+        the prompt of the same history without its oldest turns. The first cut of a run is noted in the log.
+        """
         prompts = [self.template(observation) for observation in observations]
-        rows = self.tokenizer(prompts, truncation=True, max_length=self.cfg.max_prompt_tokens)["input_ids"]
+        # Encoding one token past the limit tells which prompts are over it; a prompt within it is encoded exactly as
+        # it always was (the tokenizer truncates nothing it need not).
+        rows = [list(row) for row in self._encode(prompts)]
+        for i, row in enumerate(rows):
+            if len(row) > self.cfg.max_prompt_tokens:
+                rows[i], dropped = self.cut_history(observations[i])
+                self._note_cut(prompts[i], dropped)
         # An empty prompt gives the model nothing to predict the first action token from; start it with BOS.
         start = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else self.tokenizer.eos_token_id
-        return [list(row) if len(row) > 0 else [start] for row in rows]
+        return [row if len(row) > 0 else [start] for row in rows]
+
+    def _encode(self, prompts: list[str]) -> list[list[int]]:
+        """Each prompt's ids, cut on the left to one token past ``max_prompt_tokens``."""
+        return self.tokenizer(prompts, truncation=True, max_length=self.cfg.max_prompt_tokens + 1)["input_ids"]
+
+    def cut_history(self, observation: str) -> tuple[list[int], int]:
+        """The ids of the longest prompt within ``max_prompt_tokens`` that keeps the newest turns of ``observation``.
+
+        The observation is split into its title and turns (``split_history``: a question game's ``Questions:`` and
+        one line per turn); the prompt is the template of the title and the newest turns, tokenised as any prompt,
+        so generation, scoring and the kept KV cache (which reuses the ids a cut prompt shares with the last turn's,
+        its head) all see the prompt a game with only those turns would have. The number of turns is found from the
+        turns' own token counts and checked on the whole prompt (tokens can merge across a join). When even the
+        newest turn does not fit beside the fixed parts, the start of that turn is cut too (``_cut_turn``); when the
+        fixed parts and the title alone do not fit (``check_prompt_room`` refuses the fixed parts alone at start-up),
+        the prompt is cut on the left as it comes.
+
+        Returns:
+            The prompt ids and the number of turns dropped (the newest counted as dropped when only its end is kept).
+        """
+        limit = self.cfg.max_prompt_tokens
+        title, turns = split_history(observation)
+
+        def encoded(kept: list[str]) -> list[int]:
+            return list(self._encode([self.template(title + "".join(kept))])[0])
+
+        fixed = len(encoded([]))
+        if fixed >= limit or not turns:
+            ids = self.tokenizer(self.template(observation), truncation=True, max_length=limit)["input_ids"]
+            return list(ids), len(turns)
+        counts = [len(ids) for ids in self.tokenizer(turns, add_special_tokens=False)["input_ids"]]
+        first, room = len(turns), limit - fixed
+        while first > 0 and counts[first - 1] <= room:
+            first, room = first - 1, room - counts[first - 1]
+        first = min(first, len(turns) - 1)  # the newest turn is kept, if only its end
+        ids = encoded(turns[first:])
+        while len(ids) > limit and first < len(turns) - 1:
+            first += 1
+            ids = encoded(turns[first:])
+        if len(ids) > limit:
+            return self._cut_turn(title, turns[-1], limit - fixed), len(turns)
+        while first > 0 and len(wider := encoded(turns[first - 1 :])) <= limit:
+            first, ids = first - 1, wider
+        return ids, first
+
+    def _cut_turn(self, title: str, turn: str, room: int) -> list[int]:
+        """The prompt of ``title`` and the end of ``turn``: as many of the turn's last tokens as fit in ``room``."""
+        turn_ids = self.tokenizer(turn, add_special_tokens=False)["input_ids"]
+        keep = min(room, len(turn_ids))
+        while keep > 0:
+            tail = self.tokenizer.decode(turn_ids[-keep:], clean_up_tokenization_spaces=False)
+            ids = list(self._encode([self.template(title + tail)])[0])
+            if len(ids) <= self.cfg.max_prompt_tokens:
+                return ids
+            keep -= len(ids) - self.cfg.max_prompt_tokens
+        return list(self._encode([self.template(title)])[0])
+
+    def _note_cut(self, prompt: str, dropped: int) -> None:
+        """Log the run's first cut history, once: a shipped config says in its YAML comment whether it cuts."""
+        if self.tokenizer in _NOTED_CUTS:
+            return
+        _NOTED_CUTS.add(self.tokenizer)
+        length = len(self.tokenizer(prompt, verbose=False)["input_ids"])
+        log.info(
+            "model.policy.max_prompt_tokens=%d: a %d-token prompt dropped the %d oldest turns of its history (the "
+            "template's instruction and answer format are kept); later cuts are not logged",
+            self.cfg.max_prompt_tokens,
+            length,
+            dropped,
+        )
 
     def left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-pad rows into ``input_ids`` and ``attention_mask``, both (B, L) long tensors."""
@@ -425,8 +537,9 @@ class LanguagePolicy:
 
         Longest text first, each turn joins the first row whose text (observation + action) starts with its own,
         and only when its prompt ids and action body (its ids without the terminator) are exactly that row's
-        first tokens; a turn whose action does not end with the stop token, whose prompt is cut on the left, or
-        any turn under a non-plain template is left to be scored alone.
+        first tokens; a turn whose action does not end with the stop token, whose prompt fills
+        ``max_prompt_tokens``, or any turn under a non-plain template is left to be scored alone. (A prompt whose
+        history was cut is packed only where its ids are exactly the row's first tokens, as any other.)
         """
         packing = TurnPacking(rows=[], members=[], alone=[])
         if self.cfg.template != "plain" or self.stop_token_id is None:

@@ -5,7 +5,7 @@ ArCHer samples a fresh policy action at every replay state it trains on (the cri
 samples). A state is a whole game history, and the states of one game are prefixes of each other, so re-encoding
 every prompt from scratch (``LanguagePolicy.generate``) spends nearly all its time on prefill recomputing the same
 keys and values. Here the prompts are encoded exactly as ``generate`` encodes them (``encode_prompts``: template,
-left truncation) and grouped into *chains*: longest first, a prompt whose ids are a prefix of a longer prompt's ids
+long histories cut) and grouped into *chains*: longest first, a prompt whose ids are a prefix of a longer prompt's ids
 joins the first such chain head, otherwise it heads a chain of its own. Only the heads are prefilled (left-padded
 groups of similar lengths, no gradient, eval mode). Every row (one per observation; duplicates are separate rows,
 each with its own sample) then takes the first ``p - 1`` keys and values of its head's cache row, p being the row's
@@ -19,9 +19,9 @@ right-aligned into a left-padded cache rather than selected as whole head rows w
 equally exact, but decoding then attends over (and copies, at every step) only as many columns as the chunk's
 longest prompt, not its head's.
 
-A prompt cut on the left to ``max_prompt_tokens`` is its own ids, which are rarely a prefix of anything: such rows
-simply head their own chains. Models whose cache cannot be continued this way (``supports_kv_reuse``) are sampled by
-plain ``LanguagePolicy.generate``.
+A prompt whose history was cut to ``max_prompt_tokens`` (its oldest turns dropped) is rarely a prefix of another
+past its head: such rows simply head their own chains. Models whose cache cannot be continued this way
+(``supports_kv_reuse``) are sampled by plain ``LanguagePolicy.generate``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ functions of the observation (``TEMPLATES``); chat templates also need the token
 its special tokens, and are built from it and a game's instruction (``CHAT_INSTRUCTIONS``, which each game's
 ``GameSpec`` brings). A game may bring plain templates too (the grid games' ``grid_state``).
 
+A prompt over ``model.policy.max_prompt_tokens`` is cut inside the observation, never around it
+(``LanguagePolicy.encode_prompts``): ``split_history`` splits the observation into its title and its turns, and the
+oldest turns go first, so a chat prompt keeps its header, the game's instruction, the answer format and the
+generation prompt.
+
 An action parser turns the policy's generated text into the action the environment receives (``ACTION_PARSERS``):
 an instruct model answers in a format ("{"Question": "Is it a dog?"}") from which the question is extracted. The
 policy gradient still scores the generated token ids, not the parsed text.
@@ -33,6 +38,24 @@ TEMPLATES: dict[str, Template] = {
     **{name: template for spec in GAMES.values() for name, template in spec.templates.items()},
 }
 """Plain templates: ``plain`` and those the games bring (``GameSpec.templates``)."""
+
+
+def split_history(observation: str) -> tuple[str, list[str]]:
+    """The observation's title and its turns, oldest first: what a long prompt is cut along.
+
+    A turn is one line, newline included: a question game's history is ``Questions:`` and one
+    ``<question> <answer>`` line per turn (``archer.envs.question_game``). A first line that ends with a colon is the
+    history's title, which a cut keeps. In observations of other shapes (a WebShop history, whose turns span
+    several lines, or an adventure's state) a cut still falls between lines. ``title + "".join(turns)`` is the
+    observation.
+    """
+    lines = [line + "\n" for line in observation.split("\n")]
+    lines[-1] = lines[-1][:-1]  # the text after the last newline (empty when the observation ends with one)
+    if not lines[-1]:
+        lines.pop()
+    if lines and lines[0].rstrip("\n").endswith(":"):
+        return lines[0], lines[1:]
+    return "", lines
 
 
 # ---------------------------------------------------------------------------------------------------- chat prompts

@@ -213,9 +213,12 @@ def test_greedy_decoding_passes_no_sampling_filter_for_transformers_to_warn_abou
     assert (sampled.top_k, sampled.top_p, sampled.temperature) == (5, 0.9, 0.7)
 
 
-def test_long_prompts_are_truncated_on_the_left_in_both_paths(policy: LanguagePolicy) -> None:
+def test_long_prompts_drop_their_oldest_turns_in_both_paths(policy: LanguagePolicy) -> None:
     long_observation = "Questions:\n" + "Is it alive? Yes.\n" * 40
-    tail_ids = policy.tokenizer(long_observation)["input_ids"][-policy.cfg.max_prompt_tokens :]
+    # The prompt keeps the title and as many of the newest whole turns as fit (tests/unit/test_prompt_truncation.py).
+    fitting = [policy.tokenizer("Questions:\n" + "Is it alive? Yes.\n" * n)["input_ids"] for n in range(1, 40)]
+    tail_ids = [ids for ids in fitting if len(ids) <= policy.cfg.max_prompt_tokens][-1]
+    assert len(fitting[-1]) > policy.cfg.max_prompt_tokens and policy.encode_prompts([long_observation]) == [tail_ids]
     action = policy.encode_actions(["Is it a dog?"])[0]
     logprobs, _ = policy.token_logprobs([long_observation], [action], as_sampled=False)
     values = [

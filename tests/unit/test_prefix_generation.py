@@ -89,7 +89,8 @@ def test_greedy_decodes_equal_generate_and_only_heads_are_prefilled(
 
 
 def test_left_truncated_prompts_decode_as_generate_decodes_them(make_policy: Callable[..., LanguagePolicy]) -> None:
-    # 12 tokens: the longer states are cut on the left, so their ids start mid-history and head chains of their own.
+    # 12 tokens: the longer states lose their oldest turns, so past the title their ids differ from the others' and
+    # they head chains of their own.
     policy = make_policy(max_prompt_tokens=12)
     prompts = policy.encode_prompts(OBSERVATIONS)
     assert max(len(p) for p in prompts) == 12 and len(policy.encode_prompts([GAME[3]])[0]) == 12
