@@ -12,8 +12,10 @@ import copy
 import dataclasses
 import hashlib
 import json
+import logging
 import random
 import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ from torch import nn
 from archer.distributed import Placement
 from archer.errors import ArcherError
 from archer.utils import atomic_open
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 1
@@ -37,6 +41,19 @@ SPEED_ONLY_KEYS = (
     "model.policy.reuse_kv_cache", "model.policy.append_token_ids", "model.policy.compile",
     "model.policy.share_prefixes", "algorithm.log_advantage_check", "algorithm.generation_batch_size",
 )  # fmt: skip
+# Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
+# be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
+# sampled evaluation games never touch training's state, so they can be switched on for the rest of a run; the
+# speed-only settings, ``SPEED_ONLY_KEYS``). The fingerprint leaves them out.
+RESUMABLE_KEYS = (
+    "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
+    "eval.sampled_episodes", *SPEED_ONLY_KEYS,
+)  # fmt: skip
+# Settings that compute nothing: when a checkpoint is written, and how long a process waits for the others at a
+# collective. They are part of the fingerprint (so the fingerprints of runs and cached starts stay as they were),
+# but a resume compares settings without them: a run that died of a process-group timeout continues with a longer
+# one, and a run can checkpoint more or less often from its resumption on.
+NON_COMPUTING_KEYS = ("save_every_iters", "process_group_timeout_s")
 
 
 class CheckpointError(ArcherError, RuntimeError):
@@ -140,11 +157,14 @@ def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """``"key: old -> new"`` for every dotted key whose value differs (``default`` where a side keeps the default)."""
+def settings_differences(old: dict[str, Any], new: dict[str, Any], exempt: tuple[str, ...] = ()) -> list[str]:
+    """``"key: old -> new"`` for every dotted key whose value differs (``default`` where a side keeps the default),
+    except the ``exempt`` keys (and the keys inside an exempt section)."""
     before, after = _flatten(old), _flatten(new)
     changes = []
     for key in sorted(before.keys() | after.keys()):
+        if any(key == name or key.startswith(f"{name}.") for name in exempt):
+            continue
         if before.get(key, dataclasses.MISSING) != after.get(key, dataclasses.MISSING):
             shown = [repr(side[key]) if key in side else "default" for side in (before, after)]
             changes.append(f"{key}: {shown[0]} -> {shown[1]}")
@@ -186,10 +206,48 @@ def save_checkpoint(directory: Path, state: dict[str, Any]) -> Path:
         StorageError: the disk is full or the folder is not writable (the previous checkpoint stays whole).
     """
     path = directory / CHECKPOINT_FILE
+    if not torch.serialization.get_crc32_options():
+        # The checksums ``verify_checksums`` checks at load: torch writes them unless told not to.
+        torch.serialization.set_crc32_options(True)
     with atomic_open(path, binary=True) as handle:
         # Through a Python file object, so a full disk raises ENOSPC rather than torch's "unexpected pos".
         torch.save({"format_version": FORMAT_VERSION, **state}, handle)
     return path
+
+
+def verify_checksums(path: Path) -> bool:
+    """Check the CRC-32 that torch's checkpoint format (a zip archive) stores for every record it writes, against
+    the bytes on disk: a checkpoint damaged after it was written (a few KB overwritten) loads without complaint
+    otherwise, with whatever the damaged bytes now say.
+
+    Returns:
+        True when every record matched its checksum; False for a file that carries none (torch's legacy format, or
+        one written with ``torch.serialization.set_crc32_options(False)``), which the caller loads with a note.
+
+    Raises:
+        CheckpointError: a record whose bytes do not match its checksum, or a damaged archive; the message names
+            the file.
+    """
+    if not zipfile.is_zipfile(path):
+        return False
+
+    def damaged(what: str) -> CheckpointError:
+        return CheckpointError(
+            f"checkpoint {path} is damaged ({what}): its bytes changed after it was written. Delete it to start "
+            "over, or point run_dir elsewhere."
+        )
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+            if all(record.CRC == 0 for record in records if record.file_size > 0):
+                return False
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        raise damaged(f"{type(error).__name__}: {error}") from None
+    if bad is not None:
+        raise damaged(f"its record {bad} does not match its checksum")
+    return True
 
 
 def _load_failure(error: Exception) -> str:
@@ -219,10 +277,25 @@ def load_checkpoint(
             keys whose values differ from those the checkpoint was written with.
 
     Raises:
-        CheckpointError: the file is unreadable, of another format, or from another configuration.
+        CheckpointError: the file is damaged (its checksums, ``verify_checksums``), unreadable, of another format,
+            or from another configuration (other than in ``NON_COMPUTING_KEYS``).
+    """
+    if not verify_checksums(path):
+        log.warning("checkpoint %s carries no checksums (an older format): loaded without verifying it", path)
+    state = read_checkpoint(path)
+    check_same_config(state, path, expected_fingerprint, expected_settings)
+    return state
+
+
+def read_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
+    """The contents of a checkpoint file, of this format (``mmap``: tensors mapped from the file, not read, for a
+    quick look at its settings).
+
+    Raises:
+        CheckpointError: the file is unreadable or of another format.
     """
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except Exception as error:  # torch raises several types for truncated or foreign files
         raise CheckpointError(
             f"checkpoint {path} cannot be read ({_load_failure(error)}); it is corrupt or not an archer "
@@ -230,10 +303,29 @@ def load_checkpoint(
         ) from None
     if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} is not an archer checkpoint of format {FORMAT_VERSION}")
+    return state
+
+
+def check_same_config(
+    state: dict[str, Any],
+    path: Path,
+    expected_fingerprint: str | None,
+    expected_settings: dict[str, Any] | None = None,
+) -> None:
+    """Refuse a checkpoint written by another configuration (see ``load_checkpoint``); settings that differ only in
+    ``NON_COMPUTING_KEYS`` are accepted, with a note naming them.
+
+    Raises:
+        CheckpointError: the keys that differ, with both values.
+    """
     if expected_fingerprint is not None and state.get("config_fingerprint") != expected_fingerprint:
         stored = state.get("config_settings")
         if isinstance(stored, str) and expected_settings is not None:
-            changes = settings_differences(json.loads(stored), expected_settings)
+            changes = settings_differences(json.loads(stored), expected_settings, exempt=NON_COMPUTING_KEYS)
+            if not changes:
+                changed = settings_differences(json.loads(stored), expected_settings)
+                log.info("resuming %s with settings that compute nothing changed: %s", path, "; ".join(changed))
+                return
             what = f"these keys differ (checkpoint -> now): {'; '.join(changes)}"
         else:
             # Checkpoints of earlier versions carry only the fingerprint.
@@ -243,7 +335,23 @@ def load_checkpoint(
             "resume=false to start over in this folder (the old run's files move to a previous-<time> folder), or "
             "choose another run_dir."
         )
-    return state
+
+
+def check_complete(state: dict[str, Any], path: Path, online: bool) -> None:
+    """The checkpoint holds every part a resume reads (an online run's replay buffer too).
+
+    Raises:
+        CheckpointError: naming the missing parts and the file.
+    """
+    required = ["iteration", "algorithm", "process_states", "env_trajectories"]
+    if online:
+        required.append("buffer")  # resuming without it would continue with an empty replay buffer
+    missing = [key for key in required if key not in state]
+    if missing:
+        raise CheckpointError(
+            f"checkpoint {path} has no {', '.join(missing)}: it is not whole. Delete it to start over, or point "
+            "run_dir elsewhere."
+        )
 
 
 def load_networks(networks: dict[str, nn.Module], state: dict[str, Any], placement: Placement, source: str) -> None:

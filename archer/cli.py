@@ -42,12 +42,15 @@ RUN_FOLDER_NAME_MAX = 200
 def run_folder_name(overrides: str) -> str:
     """The default run folder's name for a run's overrides (Hydra's ``job.override_dirname``).
 
-    The overrides themselves when they fit a file name. A longer set (or one whose path-like values hold a piece
-    that long) keeps its first characters, slashes made underscores, and ends with a digest of the whole set, so
-    the same overrides always name the same folder and a rerun still resumes.
+    The overrides themselves when they fit a file name and stay inside the outputs folder. A longer set (or one
+    whose path-like values hold a piece that long), or one with a ``..`` piece (``data.path=../../x/data.json``,
+    which would put the run folder outside ``outputs/``), keeps its first characters, slashes made underscores, and
+    ends with a digest of the whole set, so the same overrides always name the same folder and a rerun still
+    resumes.
     """
     raw = overrides.encode()
-    if all(len(piece) <= RUN_FOLDER_NAME_MAX for piece in raw.split(b"/")):
+    pieces = raw.split(b"/")
+    if all(len(piece) <= RUN_FOLDER_NAME_MAX for piece in pieces) and b".." not in pieces:
         return overrides
     digest = hashlib.sha256(raw).hexdigest()[:16]
     head = raw.replace(b"/", b"_")[: RUN_FOLDER_NAME_MAX - len(digest) - 1].decode(errors="ignore")
@@ -155,12 +158,37 @@ def main(
     from archer.trainer import claim_run_folder, run_title, train
 
     preflight(run_cfg, folder)
-    claim_run_folder(run_cfg, folder, record=lock_record)
+    placement = claim_run_folder(run_cfg, folder, record=lock_record)
+    for level, line in device_lines(placement.device, os.environ):
+        log.log(level, line)
     log.info("config:\n%s", OmegaConf.to_yaml(cfg))
     log.info("run folder: %s", folder.resolve())
     if run_cfg.mode == "evaluate":
         return evaluate_saved_policy(run_cfg, folder)
     return train(run_cfg, folder, title=run_title(run_cfg, *hydra_names()))
+
+
+def device_lines(device: Any, environ: Any) -> list[tuple[int, str]]:
+    """The log lines that name the device a run uses (``torch.device``), and a warning when ``accelerate launch``
+    was told to use a GPU (its config's ``use_cpu: false``, which it passes on as ``ACCELERATE_USE_CPU``) but the
+    run found none and trains on the CPU."""
+    if device.type == "cuda":
+        import torch
+
+        name = torch.cuda.get_device_name(device)
+        return [(logging.INFO, f"device: {device} ({name})")]
+    lines = [(logging.INFO, f"device: {device} (no CUDA GPU found)" if device.type == "cpu" else f"device: {device}")]
+    if device.type == "cpu" and str(environ.get("ACCELERATE_USE_CPU", "")).lower() == "false":
+        gpus = environ.get("CUDA_VISIBLE_DEVICES")
+        asked = f"use_cpu: false, gpu_ids: {gpus}" if gpus else "use_cpu: false"
+        lines.append(
+            (
+                logging.WARNING,
+                f"accelerate launch's config expects a GPU ({asked}), but this machine has no CUDA GPU: the run "
+                "trains on the CPU (launch with --cpu, or plain python, to say so)",
+            )
+        )
+    return lines
 
 
 def hydra_names() -> tuple[str | None, str | None]:

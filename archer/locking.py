@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from archer.errors import ArcherError
+from archer.errors import ArcherError, StorageError
 from archer.utils import make_folder
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,25 @@ _held: dict[Path, IO[str]] = {}
 
 class FolderBusyError(ArcherError, RuntimeError):
     """A folder is owned by another running process; the message names that process."""
+
+
+def open_no_follow(path: Path, flags: int, mode: str) -> IO[str]:
+    """``open(path, mode)`` (text, UTF-8) with ``os.open``'s ``flags``, refusing a symbolic link at ``path``: a run
+    folder's files are never written through a link to a file elsewhere (which a truncation would destroy).
+
+    Raises:
+        StorageError: ``path`` is a symbolic link (dangling or not); the message names it.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        if not path.is_symlink():
+            raise
+        raise StorageError(
+            f"{path} is a symbolic link (to {os.readlink(path)}); archer never writes through links in its folders: "
+            "remove the link"
+        ) from error
+    return os.fdopen(fd, mode, encoding="utf-8")
 
 
 def _owner_record(extra: dict[str, object] | None = None) -> str:
@@ -74,8 +93,8 @@ def _try_lock(folder: Path, extra: dict[str, object] | None) -> IO[str] | None:
     """The open lock file of ``folder``, locked by this process, or None when another process holds it."""
     path = folder / LOCK_FILE
     while True:
-        # "a": opening must not erase the holder's record.
-        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the lock's lifetime
+        # Appending: opening must not erase the holder's record.
+        handle = open_no_follow(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, "a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -134,7 +153,7 @@ def check_free(folder: Path, what: str, instead: str) -> None:
     key = folder.resolve()
     if key in _held or not (key / LOCK_FILE).is_file():
         return
-    with open(key / LOCK_FILE, "a", encoding="utf-8") as handle:
+    with open_no_follow(key / LOCK_FILE, os.O_WRONLY | os.O_APPEND, "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

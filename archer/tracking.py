@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archer.config import LoggingConfig
-from archer.errors import ArcherError, MissingExtraError
+from archer.errors import ArcherError, MissingExtraError, StorageError
+from archer.locking import open_no_follow
 from archer.utils import atomic_write_text, writing
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ class Tracker:
             return
         record = {"iteration": iteration}
         record.update({k: (float(v) if math.isfinite(float(v)) else None) for k, v in metrics.items()})
-        with writing(self.metrics_path), open(self.metrics_path, "a", encoding="utf-8") as handle:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        with writing(self.metrics_path), open_no_follow(self.metrics_path, flags, "a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -96,8 +98,14 @@ class Tracker:
         """Drop records after ``iteration`` (a resumed run repeats the iterations its checkpoint did not hold) and an
         unfinished last line (a killed write). A line that is not a record stays as it is, with a warning naming it:
         the file loses nothing a resume does not redo."""
-        if not self.enabled or not self.metrics_path.exists():
+        if not self.enabled or not os.path.lexists(self.metrics_path):
             return
+        if self.metrics_path.is_symlink():
+            # Reading it would copy another file's lines into this run's records.
+            raise StorageError(
+                f"{self.metrics_path} is a symbolic link (to {os.readlink(self.metrics_path)}); archer never writes "
+                "through links in its folders: remove the link"
+            )
         lines, torn = _metrics_lines(self.metrics_path)
         _warn_malformed(self.metrics_path, lines, torn)
         kept = [text for _, text, record in lines if _keep(text, record, iteration)]

@@ -45,8 +45,9 @@ from archer.algorithms import make_algorithm
 from archer.algorithms.base import CRITIC_ENCODER_EXPORT, POLICY_EXPORT, Algorithm
 from archer.checkpointing import (
     CHECKPOINT_FILE,
-    SPEED_ONLY_KEYS,
+    RESUMABLE_KEYS,
     CheckpointError,
+    check_complete,
     config_fingerprint,
     fingerprint_settings,
     load_checkpoint,
@@ -63,7 +64,7 @@ from archer.data.rollout import ActFn, BatchActor, collect_trajectories
 from archer.data.trajectory import Trajectory
 from archer.distributed import Placement, make_accelerator
 from archer.envs.registry import GAMES, make_env, make_oracle
-from archer.errors import RunInterrupted
+from archer.errors import RunInterrupted, StorageError
 from archer.evaluation import EvalGames, EvalResult, best_metrics, evaluate, format_metrics, play, play_seeded
 from archer.locking import RUN_FOLDER_BUSY, FolderBusyError
 from archer.models.critic import build_critic
@@ -95,19 +96,11 @@ PREVIOUS_PREFIX = "previous-"
 # Each metrics record's CPU seconds of this process since the previous record (the other ``time/`` keys are wall
 # seconds of one phase each, so this one is not added to them).
 PROCESS_CPU_KEY = "time/process_cpu_s"
-# Keys that may change between a run and its resumption without invalidating the checkpoint (a finished run can
-# be extended by raising num_iterations; a checkpoint holds full tensors whether or not the policy was sharded;
-# sampled evaluation games never touch training's state, so they can be switched on for the rest of a run; the
-# speed-only settings, ``SPEED_ONLY_KEYS``).
 # The metrics ``learning_curve.png`` draws for each ``logging.curve_metric``: greedy play's, then sampled play's.
 CURVE_KEYS = {
     "return": ("eval/return_mean", "eval/sampled_return_mean"),
     "success_rate": ("eval/success_rate", "eval/sampled_success_rate"),
 }
-RESUMABLE_KEYS = (
-    "run_dir", "resume", "logging", "torch_threads", "cache_dir", "algorithm.num_iterations", "model.policy.shard",
-    "eval.sampled_episodes", *SPEED_ONLY_KEYS,
-)  # fmt: skip
 
 
 def train(cfg: RunConfig, run_dir: Path | None = None, title: str | None = None) -> dict[str, float]:
@@ -191,11 +184,12 @@ def claim_run_folder(
     if placement.is_main_process:
         try:
             locking.hold(folder, "run folder", RUN_FOLDER_BUSY, extra=record)
-        except FolderBusyError as error:
-            refusal = str(error)
+        except (FolderBusyError, StorageError) as error:  # StorageError: a lock file that is a link
+            refusal = (isinstance(error, StorageError), str(error))
     refusal = placement.all_gather([refusal])[0]
     if refusal is not None:
-        raise FolderBusyError(refusal)
+        storage, message = refusal
+        raise StorageError(message) if storage else FolderBusyError(message)
     return placement
 
 
@@ -460,9 +454,9 @@ class Trainer:
             save_policy(model, tokenizer, self.run_dir / folder, weights=weights)
 
     def _resume(self) -> None:
-        state = load_checkpoint(
-            self.run_dir / CHECKPOINT_FILE, expected_fingerprint=self.fingerprint, expected_settings=self.settings
-        )
+        path = self.run_dir / CHECKPOINT_FILE
+        state = load_checkpoint(path, expected_fingerprint=self.fingerprint, expected_settings=self.settings)
+        check_complete(state, path, online=self.cfg.algorithm.online)
         process_states = state["process_states"]
         if len(process_states) != self.placement.num_processes:
             raise CheckpointError(
@@ -472,12 +466,18 @@ class Trainer:
         mine = process_states[self.placement.process_index]
         # A sharded policy: the checkpoint's full tensors, split like the live shards (optimiser states at their
         # first step).
-        self.algorithm.load_state_dict(self.placement.split_like(state["algorithm"], self.algorithm.state_dict))
-        set_rng_state(mine["rng"])
-        self.rng.bit_generator.state = mine["numpy_generator"]
-        self.env.set_rng_state(mine["env_rng"])
-        if "buffer" in state:
-            self.buffer.load_state_dict(state["buffer"])
+        try:
+            self.algorithm.load_state_dict(self.placement.split_like(state["algorithm"], self.algorithm.state_dict))
+            set_rng_state(mine["rng"])
+            self.rng.bit_generator.state = mine["numpy_generator"]
+            self.env.set_rng_state(mine["env_rng"])
+            if "buffer" in state:
+                self.buffer.load_state_dict(state["buffer"])
+        except KeyError as error:
+            raise CheckpointError(
+                f"checkpoint {path} has no {error.args[0]!r} where this run keeps one (its algorithm state, process "
+                "state or replay buffer is not whole). Delete it to start over, or point run_dir elsewhere."
+            ) from None
         self.start_iteration = self.saved_iteration = int(state["iteration"])
         self.env_trajectories = int(state["env_trajectories"])
         self.tracker.truncate_after(self.start_iteration)
@@ -656,7 +656,8 @@ def move_previous_run(run_dir: Path) -> Path | None:
     Returns:
         The folder they went to, or None when there was nothing to move.
     """
-    found = [run_dir / name for name in RUN_RECORDS if (run_dir / name).exists()]
+    # ``lexists``: a link moves too (dangling or not), so nothing is ever written through it.
+    found = [run_dir / name for name in RUN_RECORDS if os.path.lexists(run_dir / name)]
     found += sorted(run_dir.glob(".checkpoint.*.tmp"))
     if not found:
         return None

@@ -40,13 +40,19 @@ evaluations reaches the final mean of ``archer_recipe`` on the task (which there
 
 Every (method, seed) is an ordinary ``scripts/run.py`` run in ``--out``/runs/<method>/seed<N>, so a killed benchmark
 resumes: finished runs are reused and unfinished ones continue from their checkpoint (raising
-``algorithm.num_iterations`` extends a run). Every finished run's numbers (its curve, timings, overrides and commit)
+``algorithm.num_iterations`` extends a run); a SIGTERM to the benchmark stops its running runs with it
+(``stop_runs``). Every finished run's numbers (its curve, timings, overrides and commit)
 are also kept in ``docs/benchmark/<task>/archive.json``, which is committed: a later invocation, on another machine
 or after ``--out`` is gone, reuses a run the archive holds with the same config, method, seed and overrides (any
 length at least the one asked for) and the same start: before serving archived online runs the benchmark evaluates
 the start policy it builds (``build_start_policy``) and reruns those whose iteration 0 played otherwise (a start cloned
 on another machine from the same config and data can differ in floating point; ``other_start_runs``). So a task can
 be run in pieces (``--methods``) across sessions, and across machines that build the same start.
+
+A task's pages never lose a finished run they hold (``dropped_runs``, read from their ``runs.csv``): a
+``--report-only`` that would (other ``--seeds``, ``--methods``, ``--override`` values or budgets) is refused, and a
+benchmark that ran runs writes such pages to ``--out``/pages instead, saying so; ``--report-only`` with the pages' own
+arguments rebuilds them from the archive. Every file the benchmark writes is written atomically.
 
 CPU time, measured (1 torch thread per run; each method's mean CPU s per 1,280-game run over its 3 seeds, from the
 pages' ``CPU s / run``): on ``twenty_questions_weak`` archer_recipe 1,458, archer_paper about 1,500, ppo 724, grpo and
@@ -78,9 +84,11 @@ import math
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -89,10 +97,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from benchmark_report import (
     ARCHIVE,
+    RUNS_TABLE,
     cpu_hours,
     different_starts,
+    dropped_runs,
     group,
     over_budget,
     report,
@@ -105,11 +116,14 @@ from benchmark_report import (
 )
 from benchmark_tasks import TASKS, Method, Task, recipe_warmup
 from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig, OmegaConf
+from tool_refusals import OneLineParser, composition_message, refuse_unwritable
 
-from archer.cli import register_configs, to_run_config
+from archer.cli import register_configs, to_run_config, yaml_error_message
 from archer.config import ConfigError, RunConfig
 from archer.tracking import read_metrics
+from archer.utils import atomic_write_json, atomic_write_text
 
 SCRIPTS = Path(__file__).resolve().parent
 CONFIG_DIR = SCRIPTS / "config"
@@ -182,7 +196,14 @@ def hydra_configs() -> Iterator[None]:
 
 
 def compose_config(config_name: str, overrides: Sequence[str]) -> DictConfig:
-    return compose(config_name, overrides=["run_dir=unused", *overrides])
+    """Compose ``config_name`` with ``overrides``; a misspelt key or a value of the wrong type (from ``--override``)
+    is refused in one line, as ``run.py`` prints it."""
+    try:
+        return compose(config_name, overrides=["run_dir=unused", *overrides])
+    except ConfigCompositionException as error:
+        raise SystemExit(f"{config_name}: configuration error: {composition_message(error)}") from None
+    except yaml.YAMLError as error:
+        raise SystemExit(f"{config_name}: configuration error: {yaml_error_message(error)}") from None
 
 
 def flatten(node: Any, prefix: str) -> dict[str, Any]:
@@ -386,13 +407,44 @@ def build_start_policy(
     return time.perf_counter() - start, time.process_time() - cpu, point
 
 
+def read_record(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in ``path`` (one of the benchmark's own records), refused in one line naming the file when it
+    is not one (a write cut short before they were written atomically, or an edit)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        record, problem = None, f"{type(error).__name__}: {error}"
+    else:
+        problem = "not a JSON object"
+    if not isinstance(record, dict):
+        raise SystemExit(f"{path}: not {what} ({problem}); delete it (or fix it) and rerun") from None
+    return record
+
+
 def load_sidecar(run_dir: Path) -> dict[str, Any]:
+    """The benchmark's record of the run in ``run_dir``: its command, config fingerprint and attempts."""
     path = run_dir / SIDECAR
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"attempts": []}
+    if not path.exists():
+        return {"attempts": []}
+    sidecar = read_record(path, "the benchmark's record of a run")
+    if not isinstance(sidecar.get("attempts"), list):
+        raise SystemExit(f"{path}: not the benchmark's record of a run (no attempts list); delete it and rerun")
+    return sidecar
 
 
 def write_sidecar(run_dir: Path, sidecar: dict[str, Any]) -> None:
-    (run_dir / SIDECAR).write_text(json.dumps(sidecar, indent=1), encoding="utf-8")
+    """Write the run's record atomically: a kill or a full disk leaves the previous one whole."""
+    atomic_write_json(run_dir / SIDECAR, sidecar)
+
+
+def load_info(path: Path) -> dict[str, Any]:
+    """The benchmark's own record in ``--out`` (``benchmark.json``: its wall time, the start policy's build), or
+    nothing when it does not exist."""
+    return read_record(path, "the benchmark's record") if path.exists() else {}
+
+
+def write_info(path: Path, info: dict[str, Any]) -> None:
+    atomic_write_json(path, info)
 
 
 # Command-line items that may change between a run's attempts without making it another run: its length (raising
@@ -463,19 +515,97 @@ def execute(spec: RunSpec) -> int:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     with open(spec.run_dir / STDOUT_LOG, "a", encoding="utf-8") as log:
-        process = subprocess.Popen([sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=env)
-        # wait4 also gives the run's CPU time: on a shared machine, a better guide than wall time to the wall time
-        # the run would take alone on a free core (runs use --torch-threads 1 by default).
-        _, status, usage = os.wait4(process.pid, 0)
+        with _CHILDREN.lock:
+            if _CHILDREN.stopping.is_set():  # the benchmark was stopped while this run waited for its turn
+                return 1
+            process = subprocess.Popen([sys.executable, *command], stdout=log, stderr=subprocess.STDOUT, env=env)
+            done = _CHILDREN.running[process.pid] = threading.Event()
+        try:
+            # wait4 also gives the run's CPU time: on a shared machine, a better guide than wall time to the wall
+            # time the run would take alone on a free core (runs use --torch-threads 1 by default).
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            with _CHILDREN.lock:
+                del _CHILDREN.running[process.pid]
+            done.set()
     returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     cpu = usage.ru_utime + usage.ru_stime
     attempt = {"returncode": returncode, "wall_s": wall, "cpu_s": cpu, "commit": code_commit()}
     sidecar["attempts"].append({**attempt, "games": spec.budget, "versions": library_versions()})
     write_sidecar(spec.run_dir, sidecar)
-    status = "done" if returncode == 0 else f"FAILED (exit {returncode}, see {spec.run_dir / STDOUT_LOG})"
+    if returncode == 0:
+        status = "done"
+    elif _CHILDREN.stopping.is_set():
+        status = f"stopped with the benchmark (exit {returncode}); a rerun resumes it from its last checkpoint"
+    else:
+        status = f"FAILED (exit {returncode}, see {spec.run_dir / STDOUT_LOG})"
     print(f"{spec.method} seed {spec.seed} to {spec.budget}: {status} in {wall:.0f} s", flush=True)
     return returncode
+
+
+@dataclass
+class Children:
+    """The ``run.py`` processes the benchmark has running (their pids, each with an event set once it is reaped),
+    so that a SIGTERM to the benchmark stops them too (``stop_runs``); ``stopping`` keeps the queued runs from
+    starting."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    running: dict[int, threading.Event] = field(default_factory=dict)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+
+_CHILDREN = Children()
+# Seconds the runs get to exit after the benchmark passes them its SIGTERM, before they are killed.
+STOP_GRACE_S = 30.0
+
+
+class BenchmarkStopped(Exception):
+    """A SIGTERM stopped the benchmark; ``runs``: how many of its runs were running (and were stopped)."""
+
+    def __init__(self, runs: int) -> None:
+        super().__init__(f"{runs} runs stopped")
+        self.runs = runs
+
+
+def stop_runs(signum: int, frame: Any) -> None:
+    """The benchmark's SIGTERM handler: pass the signal to every running ``run.py`` (else they would train on as
+    orphans, and a rerun would find their folders busy), kill those still running after ``STOP_GRACE_S``, and stop
+    the benchmark (``BenchmarkStopped``). A second SIGTERM ends the benchmark at once."""
+    signal.signal(signum, signal.SIG_DFL)
+    _CHILDREN.stopping.set()
+    with _CHILDREN.lock:
+        running = dict(_CHILDREN.running)
+    for pid in running:
+        _signal_child(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for pid, reaped in running.items():
+        if not reaped.wait(max(deadline - time.monotonic(), 0.0)):
+            _signal_child(pid, signal.SIGKILL)
+            reaped.wait(10.0)
+    raise BenchmarkStopped(len(running))
+
+
+def _signal_child(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:  # it has just exited
+        pass
+
+
+@contextmanager
+def runs_stop_with_the_benchmark() -> Iterator[None]:
+    """Install ``stop_runs`` for SIGTERM in the body (in the main thread only: elsewhere Python cannot), and put the
+    previous handler back after it."""
+    _CHILDREN.stopping.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, stop_runs)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def code_commit() -> str | None:
@@ -750,13 +880,10 @@ def update_archive(
             ):
                 records[key] = archive_record(result, out)
     ordered = sorted(records.values(), key=lambda r: (r["method"], r["seed"], r["overrides"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".json.tmp")
     # One run per line, so a commit that adds runs shows as added lines.
     lines = ",\n".join(json.dumps(record) for record in ordered)
     header = f'"on_policy_factor": {on_policy_factor}, ' if on_policy_factor is not None else ""
-    partial.write_text("{" + header + '"runs": [\n' + lines + "\n]}\n", encoding="utf-8")
-    os.replace(partial, path)
+    atomic_write_text(path, "{" + header + '"runs": [\n' + lines + "\n]}\n")
 
 
 def collect(specs: Sequence[RunSpec], archive: Sequence[dict[str, Any]]) -> list[RunResult]:
@@ -828,7 +955,7 @@ def write_summary(args: argparse.Namespace) -> int:
         task_args.task = name
         task_args.methods = list(task.method_names)
         task_args.out = (args.out_root / name).resolve()
-        task_args.eval_every = args.eval_every_given or task.eval_every
+        task_args.eval_every = task.eval_every if args.eval_every_given is None else args.eval_every_given
         task_args.on_policy_factor = archived_on_policy_factor(root / name / ARCHIVE) or args.on_policy_factor
         factors[name] = task_args.on_policy_factor
         plan_ = plan(task_args)
@@ -841,8 +968,7 @@ def write_summary(args: argparse.Namespace) -> int:
         hours[name] = cpu_hours(shown_results, {})
         over[name] = over_budget([r for r in shown_results if r.spec.kind == "online"])
     text = summary_markdown(rows, args.argv, hours, factors, over)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / SUMMARY).write_text(text, encoding="utf-8")
+    atomic_write_text(root / SUMMARY, text)
     print(text)
     print(f"written to {root / SUMMARY}", flush=True)
     return 0
@@ -853,7 +979,7 @@ def write_summary(args: argparse.Namespace) -> int:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     tasks = "\n".join(f"  {t.name}: {t.description}" for t in TASKS.values())
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         description=__doc__,
         epilog=f"tasks:\n{tasks}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -909,23 +1035,37 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.on_policy_factor < 1:
         parser.error("--on-policy-factor must be at least 1")
+    # Counts below one are refused here, before anything is built (a pool of 0 jobs failed after the start was
+    # cloned; 0 seeds emptied runs.csv; an --eval-every of 0 became the task's).
+    for option, value in (("--seeds", args.seeds), ("--jobs", args.jobs), ("--eval-every", args.eval_every)):
+        if value is not None and value < 1:
+            parser.error(f"{option} must be at least 1 (got {value})")
     args.seeds = list(range(args.seeds))
     args.eval_every_given = args.eval_every
     if args.summary:
         args.out_root = (args.out or Path("outputs/benchmark")).resolve()
         args.docs = (args.docs or DOCS).resolve()
+        refuse_unwritable("--docs", None if args.dry_run else args.docs, folder=True)
         return args
     if args.task is None:
         parser.error(f"name a task ({', '.join(TASKS)}) or give --summary")
     task = TASKS[args.task]
     names = task.method_names if args.methods == "all" else task.method_names[: len(task.methods)]
     args.methods = list(names) if args.methods in (None, "all") else [m for m in args.methods.split(",") if m]
+    if not args.methods:
+        parser.error(f"--methods names no method; choose from {', '.join(task.method_names)}")
     unknown = [m for m in args.methods if m not in task.method_names]
     if unknown:
         parser.error(f"unknown methods {unknown} of {task.name}; choose from {', '.join(task.method_names)}")
-    args.eval_every = args.eval_every or task.eval_every
+    args.eval_every = task.eval_every if args.eval_every is None else args.eval_every
     args.out = (args.out or Path("outputs/benchmark") / task.name).resolve()
     args.docs = (args.docs or DOCS / task.name).resolve()
+    # Folders that cannot be written are refused now, not after the runs (--out is only read by --report-only).
+    if args.out.exists() and not args.out.is_dir():
+        refuse_unwritable("--out", args.out, folder=True)
+    if not args.dry_run:
+        refuse_unwritable("--docs", args.docs, folder=True)
+        refuse_unwritable("--out", None if args.report_only else args.out, folder=True)
     return args
 
 
@@ -934,7 +1074,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.summary:
         return write_summary(args)
     plan_ = plan(args)
-    task = plan_.task
     if args.dry_run:
         # Shell-quoted, so a printed line pasted into a shell passes run.py the same arguments (the recipe's
         # reply separator '? ' ends in a space that Hydra keeps only inside its own quotes).
@@ -943,8 +1082,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if long:
             print(f"# then {', '.join(long)}: continued by --trajectories games up to the ceiling (stopping rule)")
         return 0
+    try:
+        with runs_stop_with_the_benchmark():
+            return run_and_report(args, plan_)
+    except BenchmarkStopped as stopped:
+        print(
+            f"benchmark stopped by SIGTERM ({stopped.runs} running runs stopped with it); rerun the same command: "
+            "finished runs are reused and the others resume from their last checkpoints",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + signal.SIGTERM
+
+
+def run_and_report(args: argparse.Namespace, plan_: Plan) -> int:
+    """Run the plan's runs that are not finished (unless ``--report-only``), archive them and write the pages."""
+    task = plan_.task
     info_path = args.out / "benchmark.json"
-    info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
+    info = load_info(info_path)
     archive_path = args.docs / ARCHIVE
     archive = load_archive(archive_path)
     # The archived runs this invocation may reuse: all of them, unless some started from another policy than the
@@ -999,23 +1154,55 @@ def main(argv: Sequence[str] | None = None) -> int:
                 info["start_policy_s"], info["start_policy_cpu_s"], _ = build_start_policy(online[0], args.out)
                 before = _starts_of(pretrained, game_prefix)
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                failures += sum(code != 0 for code in pool.map(execute, pending))
+                try:
+                    failures += sum(code != 0 for code in pool.map(execute, pending))
+                except BaseException:
+                    _CHILDREN.stopping.set()  # no queued run starts while the pool winds down
+                    raise
             attempted |= {(s.method, s.seed, s.budget) for s in pending}
         after = _starts_of(pretrained, game_prefix) if pretrained else set()
         info["new_pretrained_folders_during_runs"] = sorted(str(p) for p in after - before)
         info["benchmark_wall_s"] = time.perf_counter() - start
         info["argv"] = args.argv
         info["cwd"] = str(Path.cwd())
-        info_path.write_text(json.dumps(info, indent=1), encoding="utf-8")
+        write_info(info_path, info)
         print(f"benchmark wall time: {info['benchmark_wall_s']:.0f} s", flush=True)
     specs, results = settle(task, specs, usable, args.trajectories)
-    update_archive(archive_path, archive, results, args.out, args.on_policy_factor)
     # Runs of the stopping level that were only read appear when they exist.
-    results = [r for r in results if r.spec.run or r.finished]
-    print(report(results, args, info, replace(plan_, specs=specs)))
-    print(f"written to {args.docs}: results.md, runs.csv, curves.csv, curves.png, {ARCHIVE}", flush=True)
-    print(f"{task.name}: total {cpu_hours(results, info):.2f} CPU-hours", flush=True)
+    shown_results = [r for r in results if r.spec.run or r.finished]
+    # A page never loses finished runs it holds: a report without them goes elsewhere (or, alone, is refused).
+    dropped_page = dropped_runs(args.docs, shown_results)
+    if dropped_page and args.report_only:
+        raise SystemExit(
+            f"--report-only: {args.docs / RUNS_TABLE} holds {runs_text(dropped_page)}, which this report (its "
+            "--seeds, --methods, --override or budgets) would drop; nothing written. Rebuild the pages with the "
+            "arguments they were built with (results.md names them), or give --docs <another folder> for this report"
+        )
+    update_archive(archive_path, archive, results, args.out, args.on_policy_factor)
+    pages_args = args
+    if dropped_page:
+        pages_args = copy.copy(args)
+        pages_args.docs = args.out / "pages"
+        print(
+            f"{args.docs / RUNS_TABLE} holds {runs_text(dropped_page)}, which these runs' pages would drop: its "
+            f"pages are kept (the archive there has these runs), and these runs' pages written to {pages_args.docs}; "
+            "--report-only with the pages' own arguments rebuilds them from the archive",
+            flush=True,
+        )
+    print(report(shown_results, pages_args, info, replace(plan_, specs=specs)))
+    written = "results.md, runs.csv, curves.csv, curves.png"
+    if pages_args.docs == args.docs:
+        print(f"written to {args.docs}: {written}, {ARCHIVE}", flush=True)
+    else:
+        print(f"written to {pages_args.docs}: {written}; to {args.docs}: {ARCHIVE}", flush=True)
+    print(f"{task.name}: total {cpu_hours(shown_results, info):.2f} CPU-hours", flush=True)
     return 1 if failures else 0
+
+
+def runs_text(runs: Sequence[str], shown_at_most: int = 4) -> str:
+    """``"5 finished runs (a seed 0, a seed 1, b seed 0, b seed 1 and 1 more)"``."""
+    more = f" and {len(runs) - shown_at_most} more" if len(runs) > shown_at_most else ""
+    return f"{len(runs)} finished runs ({', '.join(runs[:shown_at_most])}{more})"
 
 
 def start_cache(spec: RunSpec) -> tuple[Path, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import math
 import os
 import shlex
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from benchmark_tasks import Task
 
+from archer.utils import atomic_open, atomic_write_text
+
 if TYPE_CHECKING:
     from benchmark_methods import Plan, RunResult, RunSpec
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 
 SCRIPTS = Path(__file__).resolve().parent
 ARCHIVE = "archive.json"
+RUNS_TABLE = "runs.csv"
 # Names in twenty_questions_strong's paper checks (its orderings, PPO against ArCHer, IQL + REINFORCE's collapse).
 ARCHER = "archer_20q_base"
 TOKEN_PPO = "ppo_20q"
@@ -469,19 +473,43 @@ def table_rows(results: Sequence[RunResult], out: Path) -> list[dict[str, Any]]:
 
 
 def write_csvs(results: Sequence[RunResult], out: Path, docs: Path) -> None:
+    """``runs.csv`` (``table_rows``) and ``curves.csv`` (every evaluation point), each written atomically."""
     rows = table_rows(results, out)
-    with open(docs / "runs.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(docs / "curves.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["method", "kind", "seed", "iteration", "x", "eval_return_mean", "eval_success_rate"])
-        for r in results:
-            for p in r.curve:
-                writer.writerow(
-                    [r.spec.method, r.spec.kind, r.spec.seed, p["iteration"], p["x"], p["return"], p["success"]]
-                )
+    runs = io.StringIO(newline="")
+    writer = csv.DictWriter(runs, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(docs / RUNS_TABLE, runs.getvalue())
+    curves = io.StringIO(newline="")
+    writer = csv.writer(curves)
+    writer.writerow(["method", "kind", "seed", "iteration", "x", "eval_return_mean", "eval_success_rate"])
+    for r in results:
+        for p in r.curve:
+            writer.writerow(
+                [r.spec.method, r.spec.kind, r.spec.seed, p["iteration"], p["x"], p["return"], p["success"]]
+            )
+    atomic_write_text(docs / "curves.csv", curves.getvalue())
+
+
+def dropped_runs(docs: Path, results: Sequence[RunResult]) -> list[str]:
+    """The finished runs (``"<method> seed <N>"``) that the pages in ``docs`` hold (their ``runs.csv``) and
+    ``results`` do not: what writing ``results``' pages there would lose. None without pages.
+
+    Raises:
+        SystemExit: ``runs.csv`` is not the benchmark's table (one line naming it).
+    """
+    path = docs / RUNS_TABLE
+    if not path.exists():
+        return []
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            held = [(row["method"], int(row["seed"])) for row in csv.DictReader(handle) if row["finished"] == "True"]
+    except (csv.Error, KeyError, TypeError, ValueError, UnicodeDecodeError) as error:
+        raise SystemExit(
+            f"{path}: not the benchmark's runs table ({type(error).__name__}: {error}); fix or delete it"
+        ) from None
+    ours = {(r.spec.method, r.spec.seed) for r in results if r.finished}
+    return [f"{method} seed {seed}" for method, seed in held if (method, seed) not in ours]
 
 
 def reranks_at_eval(result: RunResult) -> bool:
@@ -946,8 +974,11 @@ def plot(results: Sequence[RunResult], args: argparse.Namespace, path: Path, tas
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, title="method (seeds)", title_fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_open(path, binary=True) as handle:
+            fig.savefig(handle, format="png", dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def task_figures(plan_: Plan, results: Sequence[RunResult]) -> Figures:
@@ -956,13 +987,13 @@ def task_figures(plan_: Plan, results: Sequence[RunResult]) -> Figures:
 
 
 def report(results: Sequence[RunResult], args: argparse.Namespace, info: dict[str, Any], plan_: Plan) -> str:
-    """Write the table, CSVs and plot of the runs into ``--docs``; returns the table."""
+    """Write the table, CSVs and plot of the runs into ``--docs``, each file atomically; returns the table."""
     figures = task_figures(plan_, results)
     args.docs.mkdir(parents=True, exist_ok=True)
     write_csvs(results, args.out, args.docs)
     plot(results, args, args.docs / "curves.png", plan_.task, figures)
     text = markdown(results, args, info, plan_, figures)
-    (args.docs / "results.md").write_text(text, encoding="utf-8")
+    atomic_write_text(args.docs / "results.md", text)
     return text
 
 

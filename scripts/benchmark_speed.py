@@ -60,13 +60,17 @@ from typing import Any
 
 import numpy as np
 import torch
+from hydra.errors import ConfigCompositionException
+from tool_refusals import OneLineParser, composition_message, refuse_unwritable
 
-from archer.cli import compose_run_config
+from archer.cli import compose_run_config, describe_error
 from archer.config import RunConfig
 from archer.data.replay_buffer import ReplayBuffer
 from archer.data.trajectory import Trajectory
+from archer.errors import ArcherError
 from archer.models.policy import LanguagePolicy
 from archer.phase_timing import count_action_tokens, generator_of, synchronize, timed
+from archer.utils import atomic_write_text
 
 CONFIG_DIR = Path(__file__).resolve().parent / "config"
 GIB = 1024**3
@@ -550,7 +554,7 @@ def format_report(figures: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         description="Time the phases of a training run and measure its memory (see the module docstring).",
         epilog="Example: python benchmark_speed.py --config-name archer_20q --json speed.json torch_threads=2 "
         "model.policy.embedded.n_layer=12",
@@ -580,10 +584,32 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def write_figures(path: Path, figures: dict[str, Any]) -> None:
+    """Write the figures as JSON, atomically (a kill or a full disk leaves the previous file whole)."""
+    atomic_write_text(path, json.dumps(figures, indent=2) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    """Run the benchmark; returns the figures written to ``--json``."""
+    """Run the benchmark; returns the figures written to ``--json``.
+
+    A user's mistake is one line, as ``run.py`` prints it: a ``--json`` or ``--run-dir`` that cannot be written
+    (before anything is measured), an override that does not compose, and the project's own errors (a model that
+    cannot be loaded, a configuration error).
+    """
     args = parse_args(argv)
+    refuse_unwritable("--json", args.json, folder=False)
+    refuse_unwritable("--run-dir", args.run_dir, folder=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return measure(args)
+    except ConfigCompositionException as error:
+        raise SystemExit(f"configuration error: {composition_message(error)}") from None
+    except ArcherError as error:
+        raise SystemExit(describe_error(error)) from None
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """The training benchmark and the replay buffer's, as the options ask; prints the table, writes ``--json``."""
     figures: dict[str, Any] = {"config_name": args.config_name, "overrides": list(args.overrides)}
     if not args.no_training:
         with tempfile.TemporaryDirectory(prefix="benchmark_speed_") as scratch:
@@ -597,8 +623,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     report = format_report(figures)
     print(report)
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        write_figures(args.json, figures)
     return figures
 
 

@@ -11,9 +11,10 @@ Steps, in order. Each is timed and its peak GPU memory read (``torch.cuda.max_me
 a step that needs more time than is left before ``--budget-s`` (its ``needs_s``, measured on one H200 on
 2026-11-28) is skipped with a note, a subprocess step is stopped at the budget, and the paper step runs its second
 iteration and its floors only while they leave the later steps their ``needs_s``. The yes/no checks come first, then
-the paper-scale figures; the 7B runs take what is left. The JSON (``--out``) is rewritten after every step, so a run
-killed half way keeps what it measured. Every run sets ``tf32=true`` (TF32 products for the float32 networks;
-ignored on a CPU).
+the paper-scale figures; the 7B runs take what is left. The JSON (``--out``) is rewritten, atomically, after every
+step, so a run killed half way keeps what it measured. A ``--budget-s`` too short for every chosen step, or an
+``--out`` that cannot be written, is refused before the first step. Every run sets ``tf32=true`` (TF32 products for
+the float32 networks; ignored on a CPU).
 
 1. ``requirements``: every package the project imports is there (else: what to install, and exit 1), and a GPU
    is (unless ``--dry-run``);
@@ -55,6 +56,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tool_refusals import OneLineParser, atomic_write_text, path_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "scripts" / "config"
@@ -111,7 +114,7 @@ DRY = (
     "algorithm.actor_micro_batch_size=2",
     "algorithm.generation_batch_size=8",
     "model.policy.max_new_tokens=8",
-    "model.policy.max_prompt_tokens=128",
+    "model.policy.max_prompt_tokens=256",  # above the chat template's fixed parts (184 GPT-2 tokens)
     "model.critic.max_tokens=96",
     "torch_threads=1",
 )
@@ -442,9 +445,9 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def write_report(report: dict[str, Any], out: Path | None) -> None:
+    """Write the report as JSON to ``out``, atomically: a check killed while writing keeps the previous steps'."""
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
+        atomic_write_text(out, json.dumps(report, indent=2) + "\n")
 
 
 # ---- the command ---------------------------------------------------------------------------------------------------
@@ -515,7 +518,7 @@ def summary(name: str, figures: dict[str, Any]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     names = [step.name for step in STEPS]
-    parser = argparse.ArgumentParser(description="The GPU check of issue 41 (see the module docstring).")
+    parser = OneLineParser(description="The GPU check of issue 41 (see the module docstring).")
     parser.add_argument("--dry-run", action="store_true", help="tiny sizes, every step, on the CPU")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     parser.add_argument("--budget-s", type=float, default=480.0, help="seconds for all steps together (480)")
@@ -537,6 +540,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--budget-s must be positive and --paper-iterations at least 1")
     if not 0 < args.floor_share <= 1:
         parser.error("--floor-share must be in (0, 1]")
+    # A budget that fits none of the chosen steps would skip them all and pass having checked nothing.
+    scale = DRY_RUN_SCALE if args.dry_run else 1.0
+    timed_steps = [step for step in STEPS if step.name in chosen and step.name != "requirements"]
+    smallest = min(timed_steps, key=lambda step: step.needs_s, default=None)
+    if smallest is not None and smallest.needs_s * scale > args.budget_s:
+        parser.error(
+            f"--budget-s {args.budget_s:g} fits none of the chosen steps: the smallest, {smallest.name}, needs about "
+            f"{smallest.needs_s * scale:.0f} s (every step: about {sum(s.needs_s for s in timed_steps) * scale:.0f} s)"
+        )
+    # Paths are refused before anything runs, so that their error does not bury the check's own.
+    for option, path, folder in (("--out", args.out, False), ("--work-dir", args.work_dir, True)):
+        problem = path_problem(path, folder) if path is not None else None
+        if problem is not None:
+            raise SystemExit(f"{option} {path}: {problem}")
     return args
 
 
@@ -569,5 +586,17 @@ def failed(report: dict[str, Any]) -> list[str]:
     return [name for name, step in report["steps"].items() if step["status"] in ("failed", "stopped")]
 
 
+def exit_status(report: dict[str, Any]) -> int:
+    """The command's exit status: 1 when a step failed or was stopped, or when every step after the requirements
+    was skipped (nothing was checked: the budget was too short); else 0."""
+    if failed(report):
+        return 1
+    timed = [step for name, step in report["steps"].items() if name != "requirements"]
+    if timed and all(step["status"] == "skipped" for step in timed):
+        print("gpu_check: every step was skipped, nothing was checked; give a larger --budget-s", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(1 if failed(main()) else 0)
+    sys.exit(exit_status(main()))

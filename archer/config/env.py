@@ -8,6 +8,7 @@ by the game's ``GameSpec``; ``archer.cli.register_configs`` stores every one fro
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from omegaconf import MISSING
 
@@ -27,6 +28,9 @@ class EnvConfig:
     name: str = MISSING
     batch_size: int = 32
     max_turns: int = 20
+    #: Whether the game's environment defines a state key (``BatchedTextEnv.state_key``, the grid games' board),
+    #: which ``algorithm.anchor=state`` groups turns by. Not a setting: a fact about the game.
+    defines_state_key: ClassVar[bool] = False
 
     def validate(self) -> None:
         # Each game's schema fixes its name: another name would build a game whose settings this schema lacks.

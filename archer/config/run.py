@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import MISSING
 
-from archer.config.algorithm import AlgorithmConfig, ArcherConfig, BCConfig
+from archer.config.algorithm import AlgorithmConfig, ArcherConfig, BCConfig, GiGPOConfig
 from archer.config.checks import check, check_choice, check_finite, check_path
 from archer.config.env import EnvConfig
 from archer.config.model import ModelConfig
@@ -175,6 +175,13 @@ class RunConfig:
                 self.algorithm.online,
                 "prefill_buffer_from_data",
                 "is for online algorithms (offline ones train on data)",
+            )
+        if isinstance(self.algorithm, GiGPOConfig) and self.algorithm.anchor == "state":
+            check(
+                self.env.defines_state_key,
+                "algorithm.anchor",
+                f"=state groups turns by the game's board state, and {self.env.name} has none (its state is the "
+                "conversation); use algorithm.anchor=observation",
             )
         if isinstance(self.algorithm, ArcherConfig) and self.algorithm.kl_coeff > 0:
             # Its reference policy is a deep copy of the policy, which has not been made to work on a sharded one.

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from archer.config import ConfigError, EnvConfig
-from archer.envs.adventure.config import AdventureEnvConfig
+from archer.envs.adventure.config import AdventureEnvConfig, check_story_file
 from archer.envs.base import BatchedTextEnv, StepResult, encodable
 from archer.errors import MissingExtraError, MissingFileError
 
@@ -249,6 +249,7 @@ class AdventureEnv(BatchedTextEnv):
                 f"env.game_path: no story file at {str(path)!r}. Detective is {DETECTIVE_SOURCE}; download it and "
                 "set env.game_path to it"
             )
+        check_story_file(path)  # before Jericho's interpreter, which ends the process on a foreign file
         self._jericho = import_jericho()
         self.game_path = str(path)
         self.game_md5 = hashlib.md5(path.read_bytes()).hexdigest()

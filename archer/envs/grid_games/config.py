@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from omegaconf import MISSING
 
 from archer.config import EnvConfig, check, check_noise_levels
+
+MAX_SIDE = 32
+"""The largest side of a map or room: a 32 x 32 board is already longer than a prompt (1,024 cells), and larger
+ones take minutes to hours per game to generate (a solvable map within the turn limit grows rare)."""
 
 
 @dataclass
@@ -26,6 +31,7 @@ class GridEnvConfig(EnvConfig):
     name: str = MISSING
     batch_size: int = 32
     max_turns: int = 10
+    defines_state_key: ClassVar[bool] = True  # the board (GridGameEnv.state_key)
     history_length: int = 3
     invalid_action_penalty: float = 0.0
     data_epsilons: list[float] = field(default_factory=lambda: [0.0, 0.1, 0.25, 0.5, 1.0])
@@ -56,7 +62,7 @@ class FrozenLakeEnvConfig(GridEnvConfig):
 
     def validate(self) -> None:
         super().validate()
-        check(self.size >= 2, "env.size", "must be at least 2")
+        check(2 <= self.size <= MAX_SIDE, "env.size", f"got {self.size}; must be between 2 and {MAX_SIDE}")
         check(0 < self.frozen_prob <= 1, "env.frozen_prob", "must be in (0, 1]")
         check(self.num_maps > 0, "env.num_maps", "must be positive")
 
@@ -79,8 +85,13 @@ class SokobanEnvConfig(GridEnvConfig):
 
     def validate(self) -> None:
         super().validate()
-        check(self.height >= 4, "env.height", "must be at least 4 (2 cells inside the wall)")
-        check(self.width >= 4, "env.width", "must be at least 4 (2 cells inside the wall)")
+        for key in ("height", "width"):
+            side = getattr(self, key)
+            check(
+                4 <= side <= MAX_SIDE,
+                f"env.{key}",
+                f"got {side}; must be between 4 (2 cells inside the wall) and {MAX_SIDE}",
+            )
         check(self.num_boxes > 0, "env.num_boxes", "must be positive")
         check(
             2 * self.num_boxes + 2 <= (self.height - 2) * (self.width - 2),

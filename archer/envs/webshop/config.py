@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from archer.config import EnvConfig, check
+from archer.config import ConfigError, EnvConfig, check
 
 
 @dataclass
@@ -69,8 +70,21 @@ class WebShopEnvConfig(EnvConfig):
             "env.server_url",
             "must be null (in-process shop) or start with http:// or https://",
         )
+        if self.server_url is not None:
+            check_server_url(self.server_url)
         check(self.request_timeout_s > 0, "env.request_timeout_s", "must be positive")
         check(self.request_retries >= 0, "env.request_retries", "must be >= 0")
         check(self.retry_backoff_s >= 0, "env.retry_backoff_s", "must be >= 0")
         check(self.max_concurrent_requests > 0, "env.max_concurrent_requests", "must be positive")
         check(0 <= self.data_option_accuracy <= 1, "env.data_option_accuracy", "must be in [0, 1]")
+
+
+def check_server_url(url: str) -> None:
+    """``env.server_url`` parses as ``http(s)://host[:port]``, its port (if given) a number from 1 to 65535."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise ConfigError(f"env.server_url: {url!r} is not a URL ({error}); give http://host:port") from None
+    check(bool(parts.hostname), "env.server_url", f"{url!r} names no host; give http://host:port")
+    check(port is None or port > 0, "env.server_url", f"{url!r}: the port must be between 1 and 65535")
