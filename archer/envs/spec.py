@@ -47,6 +47,9 @@ BestFn = Callable[[EnvConfig, Sequence[int]], BestFigures]
 OfflineLoader = Callable[[RunConfig, Path, bool], "list[Trajectory]"]
 """The offline dataset as trajectories, given the run config, the cache folder and whether to show progress."""
 
+Preflight = Callable[[RunConfig], None]
+"""Refuses a run the game cannot play here, before anything is built (raises an ``ArcherError`` naming the key)."""
+
 
 @dataclass(frozen=True)
 class GameSpec:
@@ -71,6 +74,8 @@ class GameSpec:
         moves: every move of the game, where that is a short fixed list (the grid games' four directions); each
             evaluation then measures how much the policy's choice among them depends on the state
             (``archer.move_dependence``). Empty for games whose moves are open text.
+        preflight: the game's own start-up check, called by ``archer.preflight`` (``env=external`` plays its
+            environment through the checker); None for none.
     """
 
     name: str
@@ -82,3 +87,4 @@ class GameSpec:
     templates: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
     best: BestFn | None = None
     moves: tuple[str, ...] = ()
+    preflight: Preflight | None = None

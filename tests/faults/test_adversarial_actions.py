@@ -90,6 +90,10 @@ ENV_CASES = [
     EnvCase("adventure", (f"env.game_path={DETECTIVE}",), "jericho"),
     EnvCase("frozenlake", (), "gymnasium"),
     EnvCase("sokoban"),
+    # The repository's example game (importable from the repository root, which pytest puts on sys.path).
+    EnvCase("external", ("env.target=examples.guess_the_number:GuessTheNumber",)),
+    EnvCase("gem", (), "gem"),
+    EnvCase("textarena", (), "textarena"),
 ]
 TURNS_PER_CASE = 3
 

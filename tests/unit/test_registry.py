@@ -34,7 +34,7 @@ def test_the_question_games_have_oracles_and_every_game_has_offline_data() -> No
 
 
 def test_an_unknown_game_is_refused_with_the_known_names(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown environment 'chess'; choose one of adventure, frozenlake"):
+    with pytest.raises(ValueError, match="unknown environment 'chess'; choose one of adventure, external, frozenlake"):
         make_env(EnvConfig(name="chess"))
     cfg = cast(RunConfig, SimpleNamespace(env=EnvConfig(name="chess")))
     with pytest.raises(ValueError, match="'chess' has no offline dataset; environments with one: twenty_questions"):
