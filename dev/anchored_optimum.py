@@ -17,10 +17,11 @@ weighted by how often its games visit ``s``) and ``rho = d`` a perfect clone of 
 penalty's frozen start). This is the objective whose score-function gradient ``kl_penalised_reinforce_loss`` plus
 ``bc_coeff * bc_loss`` follows, with the actor batch and the cloning batch drawn from the same states.
 
-``c`` is the advantages' scale: 1 with ``--norm none`` (the paper); with ``--norm std_norm`` (``algorithm.advantage_norm``
-``std_norm``, and ``mean_std_norm``, whose centring leaves the expected gradient unchanged) the standard deviation of
-``A = Q*(s, a) - E_{p_T} Q*(s, .)`` over the states the policy visits and the moves it samples, found as a fixed
-point: computed at the start, the optimum found, ``c`` recomputed at that optimum, ``--fixed-point-rounds`` times.
+``c`` is the advantages' scale: 1 with ``--norm none`` (the paper); with ``--norm std_norm``
+(``algorithm.advantage_norm`` ``std_norm``, and ``mean_std_norm``, whose centring leaves the expected gradient
+unchanged) the standard deviation of ``A = Q*(s, a) - E_{p_T} Q*(s, .)`` over the states the policy visits and the
+moves it samples, found as a fixed point: computed at the start, the optimum found, ``c`` recomputed at that
+optimum, three times (``optimum``'s ``rounds``).
 
 The optimum's greedy moves (``argmax z``) are then played exactly on the evaluation games (FrozenLake's slips by
 their probabilities), giving the success rate the objective's optimum can reach whatever the critic and however
