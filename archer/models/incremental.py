@@ -129,7 +129,7 @@ class IncrementalSession:
         """
         if not observations:
             return Generation(texts=[], token_ids=[])
-        if not supports_kv_reuse(self.policy):
+        if not supports_kv_reuse(self.policy) or self.policy.cfg.engine == "vllm":
             return self.policy.generate(observations, greedy=self.greedy)
         row_of = {slot: row for row, slot in enumerate(self._slots)}
         previous = [self._games[row_of[slot]] if slot in row_of else None for slot in slots]

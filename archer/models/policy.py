@@ -28,6 +28,7 @@ from transformers import Cache, GenerationConfig, PreTrainedModel, PreTrainedTok
 from archer.config import ConfigError, PolicyConfig
 from archer.models.kv_cache import cache_argument, returned_cache
 from archer.models.templates import get_action_parser, get_template, split_history
+from archer.models.vllm_engine import VLLMEngine
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +184,7 @@ class LanguagePolicy:
         base = base.get_base_model() if hasattr(base, "get_base_model") else base
         self._accepts_logits_to_keep = "logits_to_keep" in inspect.signature(base.forward).parameters
         self._compiled: tuple[nn.Module, nn.Module] | None = None  # (model it was compiled from, compiled model)
+        self._engine: VLLMEngine | None = None  # built at the first sampling with cfg.engine == "vllm"
 
     def _scoring_model(self) -> nn.Module:
         """``self.model``, or its ``torch.compile`` wrapper with ``cfg.compile``.
@@ -444,12 +446,53 @@ class LanguagePolicy:
         """
         if not observations:
             return Generation(texts=[], token_ids=[])
+        if self.cfg.engine == "vllm":
+            return self._engine_generate(observations, greedy)
         step = batch_size or len(observations)
         token_ids: list[list[int]] = []
         for start in range(0, len(observations), step):
             input_ids, attention_mask = self.left_pad(self.encode_prompts(observations[start : start + step]))
             token_ids.extend(self.decode_batch(input_ids, attention_mask, greedy)[0])
         return Generation(texts=[self.action_text(ids) for ids in token_ids], token_ids=token_ids)
+
+    def engine(self) -> VLLMEngine:
+        """The vLLM engine that samples with ``cfg.engine == "vllm"`` (``archer.models.vllm_engine``), built on first
+        use and bound to the current ``self.model`` (which a distributed wrapper may have replaced)."""
+        if self._engine is None:
+            self._engine = VLLMEngine(self.model, self.cfg, self.terminator_ids)
+        self._engine.model = self.model
+        return self._engine
+
+    def _engine_generate(self, observations: list[str], greedy: bool) -> Generation:
+        """``generate`` through the engine: the same prompt ids in, the sampled ids out; a few sampled rows are
+        rescored by the trainer and compared with the engine's log-probabilities (``check_engine``)."""
+        sampled = self.engine().sample(self.encode_prompts(observations), greedy)
+        if not greedy:
+            rows = min(self.cfg.engine_check_rows, len(observations))
+            self.check_engine(observations[:rows], sampled.token_ids[:rows], sampled.logprobs[:rows])
+        return Generation(texts=[self.action_text(ids) for ids in sampled.token_ids], token_ids=sampled.token_ids)
+
+    def check_engine(self, observations: list[str], action_ids: list[list[int]], logprobs: list[list[float]]) -> None:
+        """Score sampled ids with the trainer (as sampled, eval mode, no gradient) and hand the per-token absolute
+        differences from the engine's ``logprobs`` to the engine's check. Skipped without ``score_as_sampled``: the
+        losses then score another distribution than the one sampled, by design."""
+        if not observations or not self.cfg.score_as_sampled or not any(action_ids):
+            return
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                trainer, mask = self.token_logprobs(observations, action_ids, as_sampled=True)
+        finally:
+            self.model.train(was_training)
+        engine = torch.zeros_like(trainer)
+        for i, row in enumerate(logprobs):
+            engine[i, : len(row)] = torch.tensor(row, dtype=trainer.dtype)
+        self.engine().record_check((trainer - engine).abs()[mask.bool()])
+
+    def engine_metrics(self) -> dict[str, float]:
+        """The engine's metrics since the last call (``VLLMEngine.metrics``); none with ``cfg.engine == "hf"``."""
+        return self._engine.metrics() if self._engine is not None else {}
 
     def encode_actions(self, actions: list[str]) -> list[list[int]]:
         """Token ids of text actions (from a dataset), terminated as generated ones are.

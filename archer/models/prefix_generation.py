@@ -282,6 +282,8 @@ def generate_at_states(
     Returns:
         The action texts and the sampled token ids.
     """
+    if policy.cfg.engine == "vllm":  # the engine batches and shares prefixes itself
+        return policy.generate(observations, greedy=greedy)
     if policy.cfg.share_prefixes:
         return generate_sharing_prefixes(policy, observations, greedy, batch_size)
     if batch_size is None or batch_size >= len(observations):

@@ -159,7 +159,7 @@ class _CandidatePolicy:
         self.k = k
         self.model = nn.Linear(1, 1)
         # Without prefix sharing, generate_at_states passes states of equal length to generate in their order.
-        self.cfg = SimpleNamespace(share_prefixes=False)
+        self.cfg = SimpleNamespace(share_prefixes=False, engine="hf")
         self.calls: list[tuple[int, bool]] = []
 
     def generate(self, observations: list[str], greedy: bool, batch_size: int | None = None) -> Generation:

@@ -27,7 +27,10 @@ GROUPS = {
 # Keys some configs leave for the user to set (``???`` in YAML).
 REQUIRED = {"eval_20q": ["model.policy.name_or_path=outputs/archer_20q/policy"]}
 # Keys some group options leave for the user to set (composing does not import env.target).
-OPTION_REQUIRED = {("env", "external"): ["env.target=guess_the_number:GuessTheNumber"]}
+OPTION_REQUIRED = {
+    ("env", "external"): ["env.target=guess_the_number:GuessTheNumber"],
+    ("env", "openenv"): ["env.server_url=http://127.0.0.1:8000"],
+}
 
 
 @pytest.mark.parametrize("name", TOP_LEVEL)
