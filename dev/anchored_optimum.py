@@ -321,12 +321,18 @@ def optimum(table: Table, objective: Objective, rounds: int = 3) -> Optimum:
     return Optimum(objective, table.greedy_success(logits), scale, changed / max(visited, 1.0), at_start_scale)
 
 
-def build_games(task: str, maps: int, first_id: int) -> tuple[list[TabularGame], float, list[float]]:
-    """The task's evaluation-sized games (game ids ``first_id`` .. ``first_id + maps - 1``), the critic's discount
-    and the data's epsilons, as ``archer_frozenlake`` / ``archer_sokoban`` set them."""
+def build_games(task: str, maps: int, first_id: int | None = None) -> tuple[list[TabularGame], float, list[float]]:
+    """The first ``maps`` of the task's evaluation games (the benchmark's: 256 drawn with ``eval.seed`` 2024 from
+    every map or room, ``evaluation_game_ids``), or with ``first_id`` the games ``first_id`` .. ``first_id + maps -
+    1``; the critic's discount and the data's epsilons, as ``archer_frozenlake`` / ``archer_sokoban`` set them."""
+    from archer.config import EvalConfig
     from archer.envs.grid_games.config import FrozenLakeEnvConfig, SokobanEnvConfig
+    from archer.evaluation import evaluation_game_ids
 
-    ids = range(first_id, first_id + maps)
+    pool = FrozenLakeEnvConfig().num_maps if task == "frozenlake" else SokobanEnvConfig().num_rooms
+    ids = evaluation_game_ids(EvalConfig(num_episodes=256, seed=2024), range(pool))[:maps]
+    if first_id is not None:
+        ids = list(range(first_id, first_id + maps))
     if task == "frozenlake":
         cfg = FrozenLakeEnvConfig()
         games = [
@@ -348,12 +354,12 @@ def main(argv: Sequence[str] | None = None) -> list[Optimum]:
     parser.add_argument("--bc", type=float, nargs="+", default=[0.3], help="bc_coeff values")
     parser.add_argument("--norm", choices=("none", "std_norm"), action="append", help="advantage_norm (repeatable)")
     parser.add_argument("--temperature", type=float, default=0.5)
-    parser.add_argument("--maps", type=int, default=256, help="games (ids from --first-id)")
-    parser.add_argument("--first-id", type=int, default=5000)
+    parser.add_argument("--maps", type=int, default=256, help="the first N of the benchmark's evaluation games")
+    parser.add_argument("--first-id", type=int, help="instead, games FIRST_ID .. FIRST_ID + N - 1")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # small tensors: threads only add overhead (and the neighbours' load)
-    if args.maps < 1:
-        parser.error("--maps must be at least 1")
+    if not 1 <= args.maps <= 256:
+        parser.error("--maps must be between 1 and 256 (the benchmark's evaluation games)")
     games, gamma, epsilons = build_games(args.task, args.maps, args.first_id)
     table = Table.build(games, gamma, epsilons)
     start = table.data.clamp_min(1e-12).log()

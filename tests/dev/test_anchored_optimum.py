@@ -88,3 +88,16 @@ def test_advantage_scale_and_the_anchors_on_one_state_by_hand(tool: ModuleType) 
     scaled = tool.optimum(table, tool.Objective(kl=0.1, bc=0.3, norm="std_norm"))
     assert scaled.success_at_start_scale == pytest.approx(0.02) and scaled.success == pytest.approx(0.02)
     assert scaled.changed_moves == 1.0
+
+
+def test_the_games_are_the_benchmarks_evaluation_maps(tool: ModuleType) -> None:
+    from archer.config import EvalConfig
+    from archer.evaluation import evaluation_game_ids
+
+    games, gamma, epsilons = tool.build_games("frozenlake", 2)
+    first = evaluation_game_ids(EvalConfig(num_episodes=256, seed=2024), range(10_000))[0]
+    desc = frozen_lake.generate_map(first, 4, 0.8, 10)
+    greedy = tool.move_values(games[0], 1.0)
+    _, won = tool.occupancy(games[0], lambda state: np.eye(4)[greedy[state].argmax()])
+    assert won == pytest.approx(frozen_lake.optimal_success(desc, 10, True), abs=1e-12)
+    assert (len(games), gamma, epsilons) == (2, 0.95, [0.0, 0.1, 0.25, 0.5, 1.0])
