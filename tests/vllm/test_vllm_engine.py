@@ -2,7 +2,7 @@
 
 Run in the environment that has vLLM (docs/speed.md, "Rollouts with vLLM"); skipped where vLLM is not installed:
 
-    /work/venvs/vllm/bin/python -m pytest -q tests/vllm
+    ~/venvs/vllm/bin/python -m pytest -q tests/vllm
 """
 
 from __future__ import annotations

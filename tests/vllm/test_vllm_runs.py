@@ -2,7 +2,7 @@
 sampling goes through the engine, the weights reach it after each actor step, and a resumed run repeats an
 uninterrupted one.
 
-    /work/venvs/vllm/bin/python -m pytest -q tests/vllm
+    ~/venvs/vllm/bin/python -m pytest -q tests/vllm
 """
 
 from __future__ import annotations
